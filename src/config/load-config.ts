@@ -1,0 +1,162 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseDotenv } from 'dotenv';
+import { parse as parseYaml } from 'yaml';
+import { configSchema, type ParsedConfig } from './config-schema.js';
+import { applyTokenDurationRules } from './token-durations.js';
+import { resolveListeners, type ListenerSpec } from './web-listeners.js';
+
+export type Config = ParsedConfig & { listeners: ListenerSpec[]; warnings: string[] };
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(`invalid configuration: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Variables of decisions.md §1 whose names do not follow the `SVC_` + path rule. */
+const NAMED_VARIABLES: Record<string, string> = {
+  DATABASE_URL: 'databaseUrl',
+  LOG_LEVEL: 'logLevel',
+  SVC_DATA_DIR: 'dataDir',
+  SVC_ADDRESS: 'address',
+  SVC_ADVERTISED_ADDRESS: 'advertisedAddress',
+  SVC_ADMIN_USERNAME: 'admin.username',
+  SVC_ADMIN_PASSWORD: 'admin.password',
+  SVC_MASTER_KEY: 'masterKey',
+  SVC_CORS_ORIGINS: 'corsOrigins',
+  SVC_OIDC_ACCESS_TOKEN_DURATION: 'edge.oidc.accessTokenDuration',
+  SVC_OIDC_ID_TOKEN_DURATION: 'edge.oidc.idTokenDuration',
+  SVC_OIDC_REFRESH_TOKEN_DURATION: 'edge.oidc.refreshTokenDuration',
+  SVC_OIDC_REDIRECT_URIS: 'edge.oidc.redirectURIs',
+  SVC_OIDC_POST_LOGOUT_URIS: 'edge.oidc.postLogoutURIs',
+};
+
+/** Every other scalar setting: `SVC_` + its YAML path in upper snake case. */
+const SCALAR_PATHS = [
+  'database.poolMax',
+  'edge.api.sessionTimeout',
+  'edge.api.disableOidcAutoBinding',
+  'edge.oidc.accessTokenDuration',
+  'edge.oidc.idTokenDuration',
+  'edge.oidc.refreshTokenDuration',
+  'edge.oidc.maxSessionDuration',
+  'edge.oidc.keyRotationGrace',
+  'edge.enrollment.duration',
+  'edge.totp.issuer',
+  'rateLimits.enabled',
+  'rateLimits.perSecond',
+  'rateLimits.burst',
+  'metrics.enabled',
+  'tls.cert',
+  'tls.key',
+  'tls.ca',
+  'pki.signingCert',
+  'pki.signingKey',
+  'pki.trustDomain',
+];
+
+export const envNameOf = (path: string) =>
+  'SVC_' + path.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/\./g, '_').toUpperCase();
+
+const ENV_TO_PATH: Record<string, string> = {
+  ...Object.fromEntries(SCALAR_PATHS.map((p) => [envNameOf(p), p])),
+  ...NAMED_VARIABLES,
+};
+
+type Tree = Record<string, unknown>;
+
+function setPath(tree: Tree, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let node = tree;
+  for (const key of keys.slice(0, -1)) {
+    const next = node[key];
+    node[key] = next && typeof next === 'object' && !Array.isArray(next) ? next : {};
+    node = node[key] as Tree;
+  }
+  node[keys.at(-1)!] = value;
+}
+
+function readYaml(file: string): Tree {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`SVC_CONFIG: cannot read ${file} (${(err as NodeJS.ErrnoException).code})`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text) ?? {};
+  } catch (err) {
+    throw new ConfigError(`${file}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`${file}: the top level must be a mapping`);
+  return doc as Tree;
+}
+
+export interface LoadConfigOptions {
+  /** The real environment; tests pass their own. */
+  env?: Record<string, string | undefined>;
+  /** Where `.env` is looked for. */
+  cwd?: string;
+  /** Settings layered over everything (tests). */
+  overrides?: (tree: Tree) => void;
+}
+
+/**
+ * One validated config object from defaults ← YAML (`SVC_CONFIG`) ← `.env` ← environment
+ * (decisions.md §1). Throws ConfigError naming the key of the first bad value.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const realEnv = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const dotenvFile = resolve(cwd, '.env');
+  const dotenv = existsSync(dotenvFile) ? parseDotenv(readFileSync(dotenvFile)) : {};
+  const env: Record<string, string | undefined> = { ...dotenv, ...realEnv };
+
+  const yamlFile = env.SVC_CONFIG;
+  const tree: Tree = yamlFile ? readYaml(resolve(cwd, yamlFile)) : { edge: {} };
+  // Spec §1: OIDC and the edge APIs exist only when the edge section is present.
+  const hasEdge = 'edge' in tree && tree.edge !== null;
+  if (hasEdge && typeof tree.edge !== 'object') tree.edge = {};
+  if (!hasEdge) delete tree.edge;
+
+  const sourceOf = new Map<string, string>();
+  for (const [name, path] of Object.entries(ENV_TO_PATH)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    if (path.startsWith('edge.') && !hasEdge) continue;
+    setPath(tree, path, value);
+    sourceOf.set(path, name);
+  }
+  options.overrides?.(tree);
+  return validate(tree, sourceOf);
+}
+
+function validate(tree: Tree, sourceOf: Map<string, string>): Config {
+  const result = configSchema.safeParse(tree);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const path = issue.path.join('.');
+    const source = sourceOf.get(path);
+    throw new ConfigError(`${path || '(root)'}${source ? ` (${source})` : ''}: ${issue.message}`);
+  }
+  const parsed = result.data;
+  if (parsed.masterKey !== undefined && Buffer.from(parsed.masterKey, 'base64').length !== 32) {
+    throw new ConfigError('masterKey (SVC_MASTER_KEY): must be 32 bytes, base64-encoded');
+  }
+  if (Boolean(parsed.tls.cert) !== Boolean(parsed.tls.key)) {
+    throw new ConfigError('tls.cert and tls.key: give both or neither');
+  }
+  if (Boolean(parsed.pki.signingCert) !== Boolean(parsed.pki.signingKey)) {
+    throw new ConfigError('pki.signingCert and pki.signingKey: give both or neither');
+  }
+  const warnings: string[] = [];
+  if (parsed.edge) {
+    const { durations, warnings: w } = applyTokenDurationRules(parsed.edge.oidc);
+    Object.assign(parsed.edge.oidc, durations);
+    warnings.push(...w);
+  }
+  return { ...parsed, listeners: resolveListeners(parsed), warnings };
+}

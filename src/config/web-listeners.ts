@@ -1,0 +1,58 @@
+import type { ApiBindingName, ParsedConfig, WebListenerConfig } from './config-schema.js';
+
+export interface BindingOptions {
+  redirectURIs?: string[];
+  postLogoutURIs?: string[];
+}
+
+export interface ListenerSpec {
+  name: string;
+  /** Unique `host:port` pairs to listen on. */
+  interfaces: string[];
+  /** The `host:port` addresses clients use; each is one OIDC issuer when edge-oidc is bound. */
+  addresses: string[];
+  apis: Map<ApiBindingName, BindingOptions>;
+}
+
+const EDGE_BINDINGS: ApiBindingName[] = ['edge-client', 'edge-management', 'edge-oidc'];
+
+function defaultListener(config: ParsedConfig): WebListenerConfig {
+  const port = config.address.slice(config.address.lastIndexOf(':') + 1);
+  const addresses = config.advertisedAddress
+    ? [config.advertisedAddress]
+    : [`localhost:${port}`, `127.0.0.1:${port}`];
+  return {
+    name: 'default',
+    bindPoints: addresses.map((address) => ({ interface: config.address, address })),
+    apis: [{ binding: 'edge-client' }, { binding: 'edge-management' }],
+  };
+}
+
+function toSpec(listener: WebListenerConfig): ListenerSpec {
+  const apis = new Map<ApiBindingName, BindingOptions>();
+  for (const api of listener.apis) apis.set(api.binding, { ...apis.get(api.binding), ...api.options });
+  return {
+    name: listener.name,
+    interfaces: [...new Set(listener.bindPoints.map((b) => b.interface))],
+    addresses: [...new Set(listener.bindPoints.map((b) => b.address ?? b.interface))],
+    apis,
+  };
+}
+
+/**
+ * Builds the listeners (decisions.md §9; spec 5.5 rules 2–4): the YAML `web` section replaces the
+ * default listener; without an `edge` section no edge API is served; `edge-oidc` joins every
+ * listener hosting `edge-client` unless auto-binding is disabled or some listener lists it.
+ */
+export function resolveListeners(config: ParsedConfig): ListenerSpec[] {
+  const listeners = (config.web ?? [defaultListener(config)]).map(toSpec);
+  if (!config.edge) {
+    for (const l of listeners) for (const b of EDGE_BINDINGS) l.apis.delete(b);
+    return listeners;
+  }
+  const explicit = listeners.some((l) => l.apis.has('edge-oidc'));
+  if (!explicit && !config.edge.api.disableOidcAutoBinding) {
+    for (const l of listeners) if (l.apis.has('edge-client')) l.apis.set('edge-oidc', {});
+  }
+  return listeners;
+}

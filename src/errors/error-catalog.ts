@@ -1,0 +1,35 @@
+/**
+ * Every error code the Edge APIs and the OIDC login endpoints answer with (decisions.md §2).
+ * Status and default message live here so that routes only name the code.
+ */
+export const errorCatalog = {
+  COULD_NOT_VALIDATE: { status: 400, message: 'the supplied request contains invalid fields' },
+  INVALID_AUTH_REQUEST: { status: 400, message: 'the authentication request is unknown, expired or out of order' },
+  INVALID_TOTP_CODE: { status: 400, message: 'the TOTP code supplied was invalid' },
+  MFA_INVALID_TOKEN: { status: 400, message: 'the MFA code supplied was invalid' },
+  INVALID_ENROLLMENT_TOKEN: { status: 400, message: 'the enrollment token is not valid' },
+  ENROLLMENT_EXPIRED: { status: 400, message: 'the enrollment token has expired' },
+  INVALID_ENROLL_METHOD: { status: 400, message: 'the enrollment method does not match the token' },
+  CANNOT_DELETE_DEFAULT_ADMIN: { status: 400, message: 'the default admin cannot be deleted' },
+  INVALID_AUTH: { status: 401, message: 'the authentication request failed' },
+  UNAUTHORIZED: {
+    status: 401,
+    message: 'the request could not be completed: the session is not authorized or the credentials are invalid',
+  },
+  FORBIDDEN: { status: 403, message: 'the supplied session does not have the correct access rights' },
+  NOT_FOUND: { status: 404, message: 'the resource requested was not found or is no longer available' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'the method is not allowed on this resource' },
+  NOT_ACCEPTABLE: { status: 406, message: 'none of the requested media types can be produced' },
+  CONFLICT: { status: 409, message: 'the resource conflicts with an existing one' },
+  MFA_EXISTS: { status: 409, message: 'an MFA configuration already exists or is in progress' },
+  REQUEST_ENTITY_TOO_LARGE: { status: 413, message: 'the request body is larger than 1 MiB' },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    message: 'the content type is not supported (supported: application/json, application/x-www-form-urlencoded)',
+  },
+  RATE_LIMITED: { status: 429, message: 'too many requests; retry later' },
+  SERVER_ERROR: { status: 500, message: 'the server encountered an unexpected error' },
+  SERVICE_UNAVAILABLE: { status: 503, message: 'the service is not ready' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof errorCatalog;
