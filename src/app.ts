@@ -1,0 +1,105 @@
+import { mkdirSync } from 'node:fs';
+import Router from '@koa/router';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Config } from './config/load-config.js';
+import { createDatabase, pgliteDir, type Database } from './db/create-database.js';
+import { migrateToLatest } from './db/migrate.js';
+import { lockDataDir } from './db/data-dir-lock.js';
+import { resolveMasterKey } from './crypto/master-key.js';
+import { createSecretBox } from './crypto/secret-box.js';
+import { createLogger } from './logger.js';
+import { verifyMasterKey } from './services/master-key-check.js';
+import { ensurePki, type PkiMaterial } from './services/pki-service.js';
+import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstrap.js';
+import { createServices, type Services } from './services/create-services.js';
+import { buildKoaApp } from './listeners/build-koa-app.js';
+import { closeServer, listenHttps, splitHostPort, withBoundPort, type BoundServer } from './listeners/https-listeners.js';
+import { healthRoutes } from './routes/health-routes.js';
+import { wellKnownRoutes } from './routes/well-known-routes.js';
+import { edgeRouters } from './routes/edge-routers.js';
+
+export interface RunningListener {
+  name: string;
+  /** `https://host:port` per advertised address. */
+  urls: string[];
+  servers: BoundServer[];
+}
+
+export interface App {
+  config: Config;
+  knex: Knex;
+  database: Database;
+  pki: PkiMaterial;
+  services: Services;
+  listeners: RunningListener[];
+  admin: BootstrapResult;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+function databaseFor(config: Config): Database {
+  if (config.databaseUrl) {
+    return createDatabase({ kind: 'pg', connectionString: config.databaseUrl, poolMax: config.database.poolMax });
+  }
+  return createDatabase({ kind: 'pglite', dataDir: pgliteDir(config.dataDir) });
+}
+
+function certificateHosts(config: Config): string[] {
+  const hosts = config.listeners.flatMap((l) => l.addresses.map((a) => splitHostPort(a).host));
+  return [...hosts, 'localhost', '127.0.0.1'];
+}
+
+/** Composition root: config in, a running controller out (architecture.md). */
+export async function createApp(config: Config, options: { logger?: Logger } = {}): Promise<App> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  for (const warning of config.warnings) logger.warn(warning);
+  mkdirSync(config.dataDir, { recursive: true });
+  const unlock = config.databaseUrl ? () => undefined : lockDataDir(config.dataDir);
+  const database = databaseFor(config);
+  const { knex } = database;
+  const cleanups: (() => Promise<void> | void)[] = [unlock, () => knex.destroy()];
+  try {
+    const applied = await migrateToLatest(database);
+    if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
+    const { key, generated } = resolveMasterKey(config.masterKey, config.dataDir);
+    if (generated) logger.warn('generated a master key in the data directory; set SVC_MASTER_KEY to share it');
+    const box = createSecretBox(key);
+    await verifyMasterKey(knex, box);
+    const pki = await ensurePki({ knex, box, hosts: certificateHosts(config), dataDir: config.dataDir, tls: config.tls, pki: config.pki });
+    const admin = await ensureFirstAdmin(knex, config.admin.username, config.admin.password);
+
+    const bound = new Map<string, BoundServer>();
+    for (const iface of new Set(config.listeners.flatMap((l) => l.interfaces))) {
+      const server = await listenHttps(iface, pki);
+      cleanups.unshift(() => closeServer(server.server));
+      bound.set(iface, server);
+    }
+    const listeners: RunningListener[] = config.listeners.map((spec) => {
+      const servers = spec.interfaces.map((i) => bound.get(i)!);
+      spec.addresses = spec.addresses.map((a) => withBoundPort(a, servers));
+      return { name: spec.name, urls: spec.addresses.map((a) => `https://${a}`), servers };
+    });
+
+    const services = await createServices({ config, knex, box, pki, logger });
+    cleanups.unshift(() => services.stop());
+    const common: Router[] = [healthRoutes(knex), wellKnownRoutes(pki)];
+    const edge = config.edge ? edgeRouters(services.routeDeps) : {};
+    for (const [i, spec] of config.listeners.entries()) {
+      const app = buildKoaApp(spec, { common, ...edge }, logger);
+      const handler = app.callback();
+      for (const s of listeners[i]!.servers) s.server.on('request', handler);
+    }
+    logger.info({ listeners: listeners.map((l) => ({ name: l.name, urls: l.urls })) }, 'controller listening');
+
+    let closing: Promise<void> | undefined;
+    const close = () =>
+      (closing ??= (async () => {
+        for (const cleanup of cleanups) await cleanup();
+      })());
+    return { config, knex, database, pki, services, listeners, admin, logger, close };
+  } catch (err) {
+    for (const cleanup of cleanups) await Promise.resolve(cleanup()).catch(() => undefined);
+    throw err;
+  }
+}

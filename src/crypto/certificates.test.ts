@@ -1,0 +1,237 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CertificateError,
+  certFingerprint,
+  isIssuedBy,
+  parseCertificate,
+  splitPemBundle,
+  toPkcs7Base64,
+  verifyChain,
+} from './certificates.js';
+import {
+  generateRootCa,
+  generateSigningCa,
+  issueClientCert,
+  issueServerCert,
+  type KeyedCert,
+} from './pki.js';
+import { x509 } from './x509-runtime.js';
+
+let dir: string;
+let root: KeyedCert;
+let signing: KeyedCert;
+let leaf: KeyedCert;
+let otherRoot: KeyedCert;
+
+const NEW_EC_REQ = 'req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -noenc'.split(' ');
+
+const openssl = (args: string[], input?: string | Buffer): string =>
+  execFileSync('openssl', args, { input, stdio: 'pipe' }).toString();
+
+function file(name: string, content: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+/** A cert issued by openssl, so tests can build chains our own issuing code refuses to make. */
+function opensslIssue(name: string, issuer: KeyedCert, extensions: string): KeyedCert {
+  const keyPath = join(dir, `${name}.key`);
+  const csr = file(`${name}.csr`, openssl([...NEW_EC_REQ, '-keyout', keyPath, '-subj', `/CN=${name}`]));
+  const ca = ['-CA', file(`${name}-ca.pem`, issuer.certPem), '-CAkey', file(`${name}-ca.key`, issuer.keyPem)];
+  const certPem = openssl([
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-days',
+    '1',
+    '-extfile',
+    file(`${name}.ext`, extensions),
+    ...ca,
+  ]);
+  return { certPem, keyPem: readFileSync(keyPath, 'utf8') };
+}
+
+const opensslFingerprint = (pem: string): string =>
+  openssl(['x509', '-noout', '-fingerprint', '-sha1'], pem)
+    .trim()
+    .split('=')[1]
+    .replaceAll(':', '')
+    .toLowerCase();
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'certificates-test-'));
+  root = await generateRootCa({ commonName: 'Chain Root' });
+  signing = await generateSigningCa(root, { commonName: 'Chain Signing CA' });
+  leaf = await issueClientCert(signing, { commonName: 'leaf' });
+  otherRoot = await generateRootCa({ commonName: 'Chain Root' }); // same name, different key
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('certFingerprint', () => {
+  it('equals the SHA-1 fingerprint openssl prints, lowercased without colons', () => {
+    expect(certFingerprint(leaf.certPem)).toBe(opensslFingerprint(leaf.certPem));
+    expect(certFingerprint(leaf.certPem)).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it('gives the same value for DER bytes, PEM bytes and the first cert of a bundle', () => {
+    const der = Buffer.from(new x509.X509Certificate(leaf.certPem).rawData);
+    const expected = certFingerprint(leaf.certPem);
+    expect(certFingerprint(der)).toBe(expected);
+    expect(certFingerprint(new Uint8Array(der))).toBe(expected);
+    expect(certFingerprint(Buffer.from(leaf.certPem))).toBe(expected);
+    expect(certFingerprint(leaf.certPem + signing.certPem)).toBe(expected);
+  });
+});
+
+describe('splitPemBundle', () => {
+  it('returns each certificate block and skips text and keys around them', () => {
+    const bundle = `subject=leaf\n${leaf.certPem}\n\n${leaf.keyPem}${signing.certPem}# trailing\r\n${root.certPem}`;
+    const blocks = splitPemBundle(bundle);
+    expect(blocks.map(certFingerprint)).toEqual([leaf, signing, root].map((c) => certFingerprint(c.certPem)));
+    expect(blocks[0]).toBe(leaf.certPem.trim());
+  });
+
+  it('returns nothing for text without certificates', () => {
+    expect(splitPemBundle(leaf.keyPem)).toEqual([]);
+  });
+});
+
+describe('toPkcs7Base64', () => {
+  it('holds the same certificates, in order, as openssl reads them back', () => {
+    const der = Buffer.from(toPkcs7Base64([signing.certPem, root.certPem]), 'base64');
+    const printed = openssl(['pkcs7', '-inform', 'DER', '-print_certs'], der);
+    expect(splitPemBundle(printed).map(certFingerprint)).toEqual(
+      [signing, root].map((c) => certFingerprint(c.certPem)),
+    );
+  });
+
+  it('is byte for byte what openssl crl2pkcs7 -nocrl produces', () => {
+    const certfile = file('bundle.pem', signing.certPem + root.certPem);
+    const out = join(dir, 'ref.p7b');
+    openssl(['crl2pkcs7', '-nocrl', '-certfile', certfile, '-outform', 'DER', '-out', out]);
+    expect(toPkcs7Base64([signing.certPem + root.certPem])).toBe(readFileSync(out).toString('base64'));
+  });
+
+  it('parses back with x509', () => {
+    const certs = new x509.X509Certificates(toPkcs7Base64([root.certPem]));
+    expect(certs.map((c) => c.subject)).toEqual(['CN=Chain Root']);
+  });
+});
+
+describe('parseCertificate', () => {
+  it('reads names, dates, CA flag, URI SANs, fingerprint and serial number', async () => {
+    const cert = new x509.X509Certificate(leaf.certPem);
+    expect(parseCertificate(leaf.certPem)).toEqual({
+      subjectCn: 'leaf',
+      issuerDn: 'CN=Chain Signing CA',
+      subjectDn: 'CN=leaf',
+      notBefore: cert.notBefore,
+      notAfter: cert.notAfter,
+      isCa: false,
+      uriSans: [],
+      fingerprint: opensslFingerprint(leaf.certPem),
+      serialNumber: openssl(['x509', '-noout', '-serial'], leaf.certPem).trim().split('=')[1].toLowerCase(),
+    });
+    expect(parseCertificate(signing.certPem).isCa).toBe(true);
+  });
+
+  it('lists URI SANs but not DNS or IP ones', async () => {
+    const server = await issueServerCert(signing, { hosts: ['localhost', '127.0.0.1'] });
+    expect(parseCertificate(server.certPem).uriSans).toEqual([]);
+    const sans = ['-addext', 'subjectAltName=URI:spiffe://a/b,DNS:x'];
+    const openssled = openssl([
+      ...NEW_EC_REQ,
+      '-x509',
+      '-keyout',
+      join(dir, 'k.pem'),
+      '-subj',
+      '/O=No CN',
+      ...sans,
+    ]);
+    expect(parseCertificate(openssled)).toMatchObject({ subjectCn: undefined, uriSans: ['spiffe://a/b'] });
+  });
+
+  it('throws CertificateError for input that is not a certificate', () => {
+    expect(() => parseCertificate('hello')).toThrow(CertificateError);
+    expect(() => parseCertificate(leaf.keyPem)).toThrow(CertificateError);
+    expect(() => parseCertificate(Buffer.from([0x30, 0x03, 0x02, 0x01, 0x01]))).toThrow(CertificateError);
+  });
+});
+
+describe('isIssuedBy', () => {
+  it('is true for the CA that signed the certificate and false for others', async () => {
+    expect(await isIssuedBy(leaf.certPem, signing.certPem)).toBe(true);
+    expect(await isIssuedBy(signing.certPem, root.certPem)).toBe(true);
+    expect(await isIssuedBy(leaf.certPem, root.certPem)).toBe(false);
+  });
+
+  it('is false for a CA with the same name but another key', async () => {
+    expect(await isIssuedBy(signing.certPem, otherRoot.certPem)).toBe(false);
+  });
+
+  it('is false for a CA with the right key but another name', async () => {
+    const caExtensions = [
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign',
+    ];
+    const key = file('root.key', root.keyPem);
+    const renamed = openssl(['req', '-x509', '-key', key, '-subj', '/CN=Renamed Root', ...caExtensions]);
+    expect(await isIssuedBy(signing.certPem, renamed)).toBe(false);
+  });
+});
+
+describe('verifyChain', () => {
+  it('is true from the leaf through the signing CA to the root', async () => {
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem])).toBe(true);
+  });
+
+  it('accepts an intermediate as the trusted certificate', async () => {
+    expect(await verifyChain(leaf.certPem, [], [signing.certPem])).toBe(true);
+  });
+
+  it('is false for a certificate from another CA', async () => {
+    const otherSigning = await generateSigningCa(otherRoot, { commonName: 'Chain Signing CA' });
+    const stranger = await issueClientCert(otherSigning, { commonName: 'leaf' });
+    expect(await verifyChain(stranger.certPem, [otherSigning.certPem], [root.certPem])).toBe(false);
+    expect(await verifyChain(stranger.certPem, [signing.certPem], [root.certPem, signing.certPem])).toBe(
+      false,
+    );
+  });
+
+  it('is false when the intermediate is missing', async () => {
+    expect(await verifyChain(leaf.certPem, [], [root.certPem])).toBe(false);
+  });
+
+  it('ignores validity dates', async () => {
+    const expired = await issueClientCert(signing, {
+      commonName: 'old',
+      notAfter: new Date(Date.now() - 86400000),
+    });
+    expect(await verifyChain(expired.certPem, [signing.certPem], [root.certPem])).toBe(true);
+  });
+
+  it('does not let a non-CA certificate act as an issuer', async () => {
+    // No key usage, so only the CA:FALSE flag says this cert must not sign others.
+    const notCa = opensslIssue('not-a-ca', signing, 'basicConstraints=CA:FALSE');
+    const underIt = opensslIssue('below', notCa, 'basicConstraints=CA:FALSE');
+    expect(await isIssuedBy(underIt.certPem, notCa.certPem)).toBe(true);
+    expect(await verifyChain(underIt.certPem, [notCa.certPem, signing.certPem], [root.certPem])).toBe(false);
+    expect(await verifyChain(underIt.certPem, [signing.certPem], [notCa.certPem])).toBe(false);
+  });
+
+  it('enforces the path length of the signing CA', async () => {
+    const subCa = await generateSigningCa(signing, { commonName: 'Too Deep CA' });
+    const deepLeaf = await issueClientCert(subCa, { commonName: 'deep' });
+    expect(await verifyChain(deepLeaf.certPem, [subCa.certPem, signing.certPem], [root.certPem])).toBe(false);
+    expect(await verifyChain(deepLeaf.certPem, [], [subCa.certPem])).toBe(true);
+  });
+});

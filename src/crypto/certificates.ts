@@ -1,0 +1,176 @@
+import { createHash, X509Certificate as NodeX509Certificate } from 'node:crypto';
+import { x509 } from './x509-runtime.js';
+
+/** Input that is not an X.509 certificate (callers usually answer it as a client error). */
+export class CertificateError extends Error {
+  override readonly name = 'CertificateError';
+}
+
+export type CertificateInput = string | Buffer | Uint8Array;
+
+export interface ParsedCertificate {
+  subjectCn?: string;
+  issuerDn: string;
+  subjectDn: string;
+  notBefore: Date;
+  notAfter: Date;
+  isCa: boolean;
+  uriSans: string[];
+  fingerprint: string;
+  serialNumber: string;
+}
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/g;
+const DER_SEQUENCE = 0x30;
+// Deep enough for any real PKI; bounds the search over attacker-supplied intermediates.
+const MAX_INTERMEDIATES = 8;
+
+export function splitPemBundle(pem: string): string[] {
+  return Array.from(pem.matchAll(PEM_BLOCK), (match) => match[0]);
+}
+
+/** DER of the input: DER bytes as they are, else the first PEM block, else bare base64. */
+function toDer(input: CertificateInput): Buffer {
+  if (typeof input !== 'string' && input[0] === DER_SEQUENCE) return Buffer.from(input);
+  const text = typeof input === 'string' ? input : Buffer.from(input).toString('latin1');
+  if (!text.includes('-----BEGIN')) return Buffer.from(text, 'base64');
+  const [first] = text.matchAll(PEM_BLOCK);
+  if (!first) throw new CertificateError('no PEM certificate found');
+  return Buffer.from(first[1], 'base64');
+}
+
+function nodeCert(input: CertificateInput): NodeX509Certificate {
+  try {
+    return new NodeX509Certificate(toDer(input));
+  } catch (err) {
+    if (err instanceof CertificateError) throw err;
+    throw new CertificateError('not an X.509 certificate');
+  }
+}
+
+function peculiarCert(der: Buffer): x509.X509Certificate {
+  try {
+    return new x509.X509Certificate(new Uint8Array(der));
+  } catch {
+    throw new CertificateError('not an X.509 certificate');
+  }
+}
+
+/** Lowercase hex SHA-1 of the DER, the thumbprint form most tools show (colons removed). */
+export function certFingerprint(pemOrDer: CertificateInput): string {
+  return createHash('sha1').update(toDer(pemOrDer)).digest('hex');
+}
+
+export function parseCertificate(pem: CertificateInput): ParsedCertificate {
+  const der = toDer(pem);
+  const cert = peculiarCert(der);
+  const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
+  return {
+    subjectCn: cert.subjectName.getField('CN')[0],
+    issuerDn: cert.issuer,
+    subjectDn: cert.subject,
+    notBefore: cert.notBefore,
+    notAfter: cert.notAfter,
+    isCa: cert.getExtension(x509.BasicConstraintsExtension)?.ca ?? false,
+    uriSans: (san?.names.items ?? []).filter((name) => name.type === 'url').map((name) => name.value),
+    fingerprint: certFingerprint(der),
+    serialNumber: cert.serialNumber.toLowerCase(),
+  };
+}
+
+/**
+ * OpenSSL's checkIssued matches names the RFC 5280 §7.1 way (not byte for byte), compares AKI with
+ * SKI and requires keyCertSign when the issuer has a key usage; verify then checks the signature.
+ */
+function issuedBy(cert: NodeX509Certificate, issuer: NodeX509Certificate): boolean {
+  try {
+    return cert.checkIssued(issuer) && cert.verify(issuer.publicKey);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `caPem` signed `certPem`: issuer name matches the CA's subject and the signature verifies. */
+export async function isIssuedBy(certPem: CertificateInput, caPem: string): Promise<boolean> {
+  return issuedBy(nodeCert(certPem), nodeCert(caPem));
+}
+
+interface ChainCert {
+  cert: NodeX509Certificate;
+  fingerprint: string;
+  pathLength?: number;
+}
+
+function chainCerts(pems: string[]): ChainCert[] {
+  return pems.flatMap(splitPemBundle).flatMap((pem) => {
+    const der = toDer(pem);
+    const cert = nodeCert(der);
+    if (!cert.ca) return []; // RFC 5280 §6.1.4 (k): only CA certificates may issue
+    const constraints = peculiarCert(der).getExtension(x509.BasicConstraintsExtension);
+    return [{ cert, fingerprint: certFingerprint(der), pathLength: constraints?.pathLength }];
+  });
+}
+
+/** RFC 5280 §4.2.1.9: at most pathLength intermediates may follow this CA. */
+const canIssue = (issuer: ChainCert, below: number, cert: NodeX509Certificate): boolean =>
+  (issuer.pathLength === undefined || below <= issuer.pathLength) && issuedBy(cert, issuer.cert);
+
+/**
+ * Whether `leaf` chains through `intermediates` to one of `trustedRoots` (any trusted CA, not only
+ * self-signed ones). Validity dates are not checked: callers apply their own expiry policy.
+ */
+export async function verifyChain(
+  leaf: CertificateInput,
+  intermediates: string[],
+  trustedRoots: string[],
+): Promise<boolean> {
+  const trusted = chainCerts(trustedRoots);
+  const pool = chainCerts(intermediates);
+  const onPath = new Set<string>();
+  const reachesTrust = (cert: NodeX509Certificate, below: number): boolean => {
+    if (trusted.some((anchor) => canIssue(anchor, below, cert))) return true;
+    if (below >= MAX_INTERMEDIATES) return false;
+    return pool.some((next) => {
+      if (onPath.has(next.fingerprint) || !canIssue(next, below, cert)) return false;
+      onPath.add(next.fingerprint);
+      const found = reachesTrust(next.cert, below + 1);
+      onPath.delete(next.fingerprint);
+      return found;
+    });
+  };
+  return reachesTrust(nodeCert(leaf), 0);
+}
+
+function derLength(length: number): Buffer {
+  if (length < 0x80) return Buffer.from([length]);
+  const bytes: number[] = [];
+  for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
+  return Buffer.from([0x80 | bytes.length, ...bytes]);
+}
+
+const tlv = (tag: number, ...content: Buffer[]): Buffer => {
+  const body = Buffer.concat(content);
+  return Buffer.concat([Buffer.from([tag]), derLength(body.length), body]);
+};
+
+const OID_SIGNED_DATA = Buffer.from('06092a864886f70d010702', 'hex');
+const OID_DATA = Buffer.from('06092a864886f70d010701', 'hex');
+const VERSION_1 = Buffer.from('020101', 'hex');
+
+/**
+ * A degenerate certs-only SignedData (RFC 5272 §4.1 Simple PKI Response), base64 as EST serves it
+ * (RFC 7030 §4.1.3). Built by hand because x509's export adds an empty eContent; this matches
+ * `openssl crl2pkcs7 -nocrl` byte for byte. Certificates keep the given order.
+ */
+export function toPkcs7Base64(certPems: string[]): string {
+  const certs = certPems.flatMap(splitPemBundle).map(toDer);
+  const signedData = tlv(
+    DER_SEQUENCE,
+    VERSION_1,
+    tlv(0x31), // digestAlgorithms: none, nothing is signed
+    tlv(DER_SEQUENCE, OID_DATA), // encapContentInfo without eContent
+    ...(certs.length ? [tlv(0xa0, ...certs)] : []), // [0] IMPLICIT certificates
+    tlv(0x31), // signerInfos: none
+  );
+  return tlv(DER_SEQUENCE, OID_SIGNED_DATA, tlv(0xa0, signedData)).toString('base64');
+}

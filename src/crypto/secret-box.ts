@@ -1,0 +1,29 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+export interface SecretBox {
+  seal(plaintext: string): string;
+  /** Throws when the value was sealed with another key or altered. */
+  open(sealed: string): string;
+}
+
+const VERSION = 'v1';
+
+/** AES-256-GCM with the master key: how every secret is kept at rest (decisions.md §1). */
+export function createSecretBox(key: Buffer): SecretBox {
+  if (key.length !== 32) throw new Error('the master key must be 32 bytes');
+  return {
+    seal(plaintext) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      return [VERSION, iv, cipher.getAuthTag(), body].map((p) => (typeof p === 'string' ? p : p.toString('base64url'))).join('.');
+    },
+    open(sealed) {
+      const [version, iv, tag, body] = sealed.split('.');
+      if (version !== VERSION || !iv || !tag || body === undefined) throw new Error('not a sealed secret');
+      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+    },
+  };
+}

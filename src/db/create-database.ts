@@ -1,0 +1,44 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import ClientPgLite from 'knex-pglite';
+import { migrationSource } from './migration-source.js';
+
+/** A knex handle or a transaction: every repository function takes one of these. */
+export type Db = Knex | Knex.Transaction;
+
+export type DatabaseTarget =
+  | { kind: 'pg'; connectionString: string; poolMax: number }
+  | { kind: 'pglite'; dataDir?: string };
+
+export interface Database {
+  knex: Knex;
+  kind: DatabaseTarget['kind'];
+  target: DatabaseTarget;
+}
+
+export function createDatabase(target: DatabaseTarget): Database {
+  if (target.kind === 'pglite') {
+    // PGlite creates its directory without `recursive` (toolchain.md P8).
+    if (target.dataDir) mkdirSync(target.dataDir, { recursive: true });
+    const knex = knexFactory({
+      client: ClientPgLite,
+      dialect: 'postgres',
+      connection: target.dataDir ? { filename: target.dataDir } : {},
+      migrations: { migrationSource },
+      useNullAsDefault: true,
+    });
+    return { knex, kind: 'pglite', target };
+  }
+  const knex = knexFactory({
+    client: 'pg',
+    connection: target.connectionString,
+    pool: { min: 0, max: target.poolMax },
+    migrations: { migrationSource },
+  });
+  return { knex, kind: 'pg', target };
+}
+
+export function pgliteDir(dataDir: string): string {
+  return join(dataDir, 'db');
+}

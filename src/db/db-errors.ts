@@ -1,0 +1,12 @@
+/** PostgreSQL error fields we map to API errors (decisions.md §2: never a 5xx for bad input). */
+export interface PgError {
+  code?: string;
+  constraint?: string;
+  detail?: string;
+}
+
+export const isUniqueViolation = (err: unknown, constraint?: string): boolean =>
+  (err as PgError)?.code === '23505' && (constraint === undefined || (err as PgError).constraint === constraint);
+
+export const isForeignKeyViolation = (err: unknown, constraint?: string): boolean =>
+  (err as PgError)?.code === '23503' && (constraint === undefined || (err as PgError).constraint === constraint);

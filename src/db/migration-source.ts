@@ -1,0 +1,20 @@
+import type { Knex } from 'knex';
+import * as m001 from '../../migrations/001_foundation.js';
+import * as m002 from '../../migrations/002_mfa.js';
+import * as m003 from '../../migrations/003_oidc.js';
+
+/**
+ * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
+ * (toolchain.md P7). Append only; a landed migration is never edited.
+ */
+const migrations: Record<string, Knex.Migration> = {
+  '001_foundation': m001,
+  '002_mfa': m002,
+  '003_oidc': m003,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};

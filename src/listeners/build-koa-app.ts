@@ -1,0 +1,37 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { Logger } from 'pino';
+import type { ListenerSpec } from '../config/web-listeners.js';
+import { requestContext } from '../middleware/request-context.js';
+import { errorHandler, notFound } from '../middleware/error-handler.js';
+import { securityHeaders } from '../middleware/security-headers.js';
+
+export interface ListenerRouters {
+  /** Served on every listener: health, well-known. */
+  common: Router[];
+  client?: Router;
+  management?: Router;
+  /** Everything under /oidc and the root discovery document. */
+  oidc?: Koa.Middleware;
+  metrics?: Router;
+}
+
+/** The Koa app of one listener: only the API bindings it lists are reachable (spec 5.5). */
+export function buildKoaApp(spec: ListenerSpec, routers: ListenerRouters, logger: Logger): Koa {
+  const app = new Koa();
+  app.silent = true;
+  app.use(requestContext(logger.child({ listener: spec.name })));
+  app.use(errorHandler);
+  app.use(securityHeaders);
+  const mounted: Router[] = [...routers.common];
+  if (routers.client && spec.apis.has('edge-client')) mounted.push(routers.client);
+  if (routers.management && spec.apis.has('edge-management')) mounted.push(routers.management);
+  if (routers.metrics && spec.apis.has('metrics')) mounted.push(routers.metrics);
+  for (const router of mounted) {
+    app.use(router.routes());
+    app.use(router.allowedMethods({ throw: true }));
+  }
+  if (routers.oidc && spec.apis.has('edge-oidc')) app.use(routers.oidc);
+  app.use(notFound);
+  return app;
+}

@@ -1,0 +1,66 @@
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { PkiMaterial } from '../services/pki-service.js';
+
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface BoundServer {
+  server: Server;
+  /** The `host:port` asked for, and the port actually bound (differs for port 0). */
+  requested: string;
+  port: number;
+}
+
+const splitHostPort = (hp: string) => {
+  const i = hp.lastIndexOf(':');
+  return { host: hp.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(hp.slice(i + 1)) };
+};
+
+/**
+ * One HTTPS server per interface. TLS asks for, but does not require, a client certificate so
+ * that certificate login works; verification is ours. Repeated `Authorization` headers are kept
+ * (decisions.md §6).
+ */
+export async function listenHttps(iface: string, pki: PkiMaterial): Promise<BoundServer> {
+  const server = createServer({
+    key: pki.server.keyPem,
+    cert: pki.server.certPem,
+    ca: pki.caCertsPem,
+    requestCert: true,
+    rejectUnauthorized: false,
+    minVersion: 'TLSv1.2',
+    joinDuplicateHeaders: true,
+    keepAliveTimeout: 5000,
+    requestTimeout: 30_000,
+    headersTimeout: 20_000,
+  });
+  const { host, port } = splitHostPort(iface);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return { server, requested: iface, port: (server.address() as AddressInfo).port };
+}
+
+/** Stops accepting, lets in-flight requests finish (at most `graceMs`), then drops the rest. */
+export async function closeServer(server: Server, graceMs = 10_000): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  await closed;
+  clearTimeout(timer);
+}
+
+/** `localhost:0` becomes `localhost:<bound port>` once the interface with port 0 is bound. */
+export function withBoundPort(address: string, bound: BoundServer[]): string {
+  const { host, port } = splitHostPort(address);
+  if (port !== 0) return address;
+  const match = bound.find((b) => splitHostPort(b.requested).port === 0);
+  return match ? `${address.slice(0, address.lastIndexOf(':'))}:${match.port}` : `${host}:${port}`;
+}
+
+export { splitHostPort };

@@ -1,0 +1,47 @@
+import type { Context, Next } from 'koa';
+import { AppError, isAppError, validationError } from '../errors/app-error.js';
+import { sendError } from '../errors/envelope.js';
+
+interface HttpishError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+}
+
+/** Errors raised by koa-body/raw-body and Koa itself, mapped to our catalog. */
+function fromHttpError(err: HttpishError): AppError | undefined {
+  const status = err.status ?? err.statusCode;
+  if (status === 413 || err.type === 'entity.too.large') return new AppError('REQUEST_ENTITY_TOO_LARGE');
+  if (status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE');
+  if (err.type === 'entity.parse.failed' || (status === 400 && err.expose)) {
+    return validationError('body', 'the request body could not be parsed');
+  }
+  if (status === 404) return new AppError('NOT_FOUND');
+  if (status === 405) return new AppError('METHOD_NOT_ALLOWED');
+  return undefined;
+}
+
+/**
+ * The one place that turns errors into the Edge envelope (decisions.md §2). Unknown errors are
+ * logged with the request id and answered SERVER_ERROR with no detail.
+ */
+export async function errorHandler(ctx: Context, next: Next) {
+  try {
+    await next();
+  } catch (err) {
+    let appError = isAppError(err) ? err : fromHttpError(err as HttpishError);
+    if (!appError) {
+      ctx.state.log?.error({ err }, 'unhandled error');
+      appError = new AppError('SERVER_ERROR');
+    } else if (appError.detail !== undefined) {
+      ctx.state.log?.warn({ code: appError.code, detail: appError.detail }, 'request refused');
+    }
+    sendError(ctx, appError, ctx.state.requestId ?? '');
+  }
+}
+
+/** Unknown paths get a JSON 404, under /oidc too (decisions.md §2). */
+export async function notFound(ctx: Context) {
+  throw new AppError('NOT_FOUND', { message: `no resource at ${ctx.method} ${ctx.path}` });
+}

@@ -1,0 +1,70 @@
+import type { Context, Next } from 'koa';
+import { HttpMethodEnum, koaBody } from 'koa-body';
+import { AppError } from '../errors/app-error.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+const LIMIT = '1mb';
+
+function hasBody(ctx: Context): boolean {
+  const length = ctx.get('content-length');
+  return (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
+}
+
+/**
+ * JSON or form bodies only (415 otherwise), at most 1 MiB (413), on DELETE too
+ * (decisions.md §2). koa-body's own limits (56 KB form default) are raised to match.
+ */
+export function parseBody(extraTypes: string[] = []) {
+  const parser = koaBody({
+    json: true,
+    urlencoded: true,
+    text: extraTypes.length > 0,
+    multipart: false,
+    jsonLimit: LIMIT,
+    formLimit: LIMIT,
+    textLimit: LIMIT,
+    jsonStrict: true,
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+    onError: (err) => {
+      throw err;
+    },
+  });
+  return async function parseBodyMiddleware(ctx: Context, next: Next) {
+    if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES) throw new AppError('REQUEST_ENTITY_TOO_LARGE');
+    if (hasBody(ctx)) {
+      if (!ctx.is('application/json', 'application/x-www-form-urlencoded', ...extraTypes)) {
+        throw new AppError('UNSUPPORTED_MEDIA_TYPE', {
+          message: `the content type ${JSON.stringify(ctx.get('content-type'))} is not supported (supported: application/json, application/x-www-form-urlencoded${extraTypes.map((t) => ', ' + t).join('')})`,
+        });
+      }
+      if (ctx.is(...extraTypes) && extraTypes.length > 0) {
+        // koa-body parses text/* only; other textual types (application/x-pem-file) are read raw.
+        ctx.request.body = await readText(ctx);
+        return next();
+      }
+    }
+    await parser(ctx, async () => undefined);
+    if (ctx.request.body === undefined) ctx.request.body = {};
+    return next();
+  };
+}
+
+async function readText(ctx: Context): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new AppError('REQUEST_ENTITY_TOO_LARGE');
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The parsed body as a plain record; a JSON array or scalar is a validation error. */
+export function bodyOf(ctx: Context): Record<string, unknown> {
+  const body = ctx.request.body as unknown;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new AppError('COULD_NOT_VALIDATE', { cause: { field: 'body', reason: 'must be a JSON object' } });
+  }
+  return body as Record<string, unknown>;
+}

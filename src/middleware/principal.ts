@@ -1,0 +1,21 @@
+/** Who is calling, rebuilt per request from a legacy session or from a bearer token's claims. */
+export interface Principal {
+  identityId: string;
+  identityName: string;
+  isAdmin: boolean;
+  /** The API session (`z_asid` for bearer tokens). */
+  sessionId: string;
+  kind: 'legacy' | 'oidc';
+  expiresAt: Date;
+  amr: string[];
+  configTypes: string[];
+  isCertExtendable: boolean;
+  /** A legacy session whose TOTP step is still owed: only the MFA endpoints answer. */
+  mfaPending: boolean;
+}
+
+/** Verifies `Authorization: Bearer` access tokens (the OIDC layer provides it). */
+export interface BearerVerifier {
+  /** Resolves a principal, or throws AppError UNAUTHORIZED with the right challenge. */
+  verify(tokens: string[], headers: Record<string, string | string[] | undefined>): Promise<Principal>;
+}

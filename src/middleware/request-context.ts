@@ -1,0 +1,26 @@
+import type { Context, Next } from 'koa';
+import type { Logger } from 'pino';
+import { newId } from '../crypto/random.js';
+
+/**
+ * Gives every request an id (echoed in `request-id` and in error bodies) and writes one log line
+ * per request. Only the path is logged: query strings may carry tokens.
+ */
+export function requestContext(logger: Logger) {
+  return async function requestContextMiddleware(ctx: Context, next: Next) {
+    const started = process.hrtime.bigint();
+    const requestId = newId(12);
+    ctx.state.requestId = requestId;
+    ctx.state.log = logger.child({ requestId });
+    ctx.set('request-id', requestId);
+    try {
+      await next();
+    } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      ctx.state.log.info(
+        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 },
+        'request',
+      );
+    }
+  };
+}

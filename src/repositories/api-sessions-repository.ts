@@ -1,0 +1,116 @@
+import type { Db } from '../db/create-database.js';
+
+export type ApiSessionKind = 'legacy' | 'oidc';
+
+export interface ApiSession {
+  id: string;
+  identityId: string;
+  kind: ApiSessionKind;
+  amr: string[];
+  configTypes: string[];
+  isCertExtendable: boolean;
+  mfaRequired: boolean;
+  mfaComplete: boolean;
+  createdAt: Date;
+  lastActivityAt: Date;
+  expiresAt: Date;
+}
+
+interface ApiSessionRow {
+  id: string;
+  identity_id: string;
+  kind: ApiSessionKind;
+  token_hash: string | null;
+  amr: string[];
+  config_types: string[];
+  is_cert_extendable: boolean;
+  mfa_required: boolean;
+  mfa_complete: boolean;
+  created_at: Date;
+  last_activity_at: Date;
+  expires_at: Date;
+}
+
+const toApiSession = (r: ApiSessionRow): ApiSession => ({
+  id: r.id,
+  identityId: r.identity_id,
+  kind: r.kind,
+  amr: r.amr ?? [],
+  configTypes: r.config_types ?? [],
+  isCertExtendable: r.is_cert_extendable,
+  mfaRequired: r.mfa_required,
+  mfaComplete: r.mfa_complete,
+  createdAt: r.created_at,
+  lastActivityAt: r.last_activity_at,
+  expiresAt: r.expires_at,
+});
+
+export type NewApiSession = Omit<ApiSession, 'createdAt' | 'lastActivityAt'> & { tokenHash: string | null };
+
+export const apiSessionsRepository = {
+  async insert(db: Db, s: NewApiSession): Promise<ApiSession> {
+    const [row] = await db('api_sessions')
+      .insert({
+        id: s.id,
+        identity_id: s.identityId,
+        kind: s.kind,
+        token_hash: s.tokenHash,
+        amr: JSON.stringify(s.amr),
+        config_types: JSON.stringify(s.configTypes),
+        is_cert_extendable: s.isCertExtendable,
+        mfa_required: s.mfaRequired,
+        mfa_complete: s.mfaComplete,
+        expires_at: s.expiresAt,
+      })
+      .returning('*');
+    return toApiSession(row);
+  },
+
+  async findById(db: Db, id: string): Promise<ApiSession | undefined> {
+    const row = await db<ApiSessionRow>('api_sessions').where({ id }).first();
+    return row && toApiSession(row);
+  },
+
+  async findByTokenHash(db: Db, tokenHash: string): Promise<ApiSession | undefined> {
+    const row = await db<ApiSessionRow>('api_sessions').where({ token_hash: tokenHash }).first();
+    return row && toApiSession(row);
+  },
+
+  /** Slides the expiry; only a still-valid session is touched (one statement, no race with delete). */
+  async touch(db: Db, id: string, now: Date, expiresAt: Date): Promise<ApiSession | undefined> {
+    const [row] = await db('api_sessions')
+      .where({ id })
+      .andWhere('expires_at', '>', now)
+      .update({ last_activity_at: now, expires_at: expiresAt })
+      .returning('*');
+    return row && toApiSession(row);
+  },
+
+  async completeMfa(db: Db, id: string, amr: string[]): Promise<ApiSession | undefined> {
+    const [row] = await db('api_sessions')
+      .where({ id })
+      .update({ mfa_complete: true, amr: JSON.stringify(amr) })
+      .returning('*');
+    return row && toApiSession(row);
+  },
+
+  async hasActive(db: Db, identityId: string, now: Date): Promise<boolean> {
+    return (await db('api_sessions').where({ identity_id: identityId }).andWhere('expires_at', '>', now).first('id')) !== undefined;
+  },
+
+  async delete(db: Db, id: string): Promise<ApiSession | undefined> {
+    const [row] = await db('api_sessions').where({ id }).delete().returning('*');
+    return row && toApiSession(row);
+  },
+
+  async deleteForIdentity(db: Db, identityId: string): Promise<string[]> {
+    const rows = await db('api_sessions').where({ identity_id: identityId }).delete().returning('id');
+    return rows.map((r: { id: string }) => r.id);
+  },
+
+  async deleteExpired(db: Db, now: Date, limit = 500): Promise<number> {
+    return db('api_sessions')
+      .whereIn('id', db('api_sessions').select('id').where('expires_at', '<', now).limit(limit))
+      .delete();
+  },
+};

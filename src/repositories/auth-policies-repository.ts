@@ -1,0 +1,143 @@
+import type { Db } from '../db/create-database.js';
+
+export interface AuthPolicy {
+  id: string;
+  name: string;
+  primary: {
+    cert: { allowed: boolean; allowExpiredCerts: boolean };
+    updb: {
+      allowed: boolean;
+      minPasswordLength: number;
+      requireSpecialChar: boolean;
+      requireNumberChar: boolean;
+      requireMixedCase: boolean;
+      maxAttempts: number;
+      lockoutDurationMinutes: number;
+    };
+    extJwt: { allowed: boolean; allowedSigners: string[] };
+  };
+  secondary: { requireTotp: boolean; requireExtJwt: string | null };
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type AuthPolicyInput = Omit<AuthPolicy, 'id' | 'createdAt' | 'updatedAt'>;
+
+interface AuthPolicyRow {
+  id: string;
+  name: string;
+  cert_allowed: boolean;
+  cert_allow_expired: boolean;
+  updb_allowed: boolean;
+  updb_min_password_length: number;
+  updb_require_special_char: boolean;
+  updb_require_number_char: boolean;
+  updb_require_mixed_case: boolean;
+  updb_max_attempts: number;
+  updb_lockout_duration_minutes: number;
+  ext_jwt_allowed: boolean;
+  secondary_require_totp: boolean;
+  secondary_require_ext_jwt_signer_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const DEFAULT_POLICY_ID = 'default';
+
+export const authPolicyListFields = {
+  id: { column: 'id', type: 'string' },
+  name: { column: 'name', type: 'string' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+} as const;
+
+const toPolicy = (r: AuthPolicyRow, allowedSigners: string[]): AuthPolicy => ({
+  id: r.id,
+  name: r.name,
+  primary: {
+    cert: { allowed: r.cert_allowed, allowExpiredCerts: r.cert_allow_expired },
+    updb: {
+      allowed: r.updb_allowed,
+      minPasswordLength: r.updb_min_password_length,
+      requireSpecialChar: r.updb_require_special_char,
+      requireNumberChar: r.updb_require_number_char,
+      requireMixedCase: r.updb_require_mixed_case,
+      maxAttempts: r.updb_max_attempts,
+      lockoutDurationMinutes: r.updb_lockout_duration_minutes,
+    },
+    extJwt: { allowed: r.ext_jwt_allowed, allowedSigners },
+  },
+  secondary: { requireTotp: r.secondary_require_totp, requireExtJwt: r.secondary_require_ext_jwt_signer_id },
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const toRow = (p: AuthPolicyInput) => ({
+  name: p.name,
+  cert_allowed: p.primary.cert.allowed,
+  cert_allow_expired: p.primary.cert.allowExpiredCerts,
+  updb_allowed: p.primary.updb.allowed,
+  updb_min_password_length: p.primary.updb.minPasswordLength,
+  updb_require_special_char: p.primary.updb.requireSpecialChar,
+  updb_require_number_char: p.primary.updb.requireNumberChar,
+  updb_require_mixed_case: p.primary.updb.requireMixedCase,
+  updb_max_attempts: p.primary.updb.maxAttempts,
+  updb_lockout_duration_minutes: p.primary.updb.lockoutDurationMinutes,
+  ext_jwt_allowed: p.primary.extJwt.allowed,
+  secondary_require_totp: p.secondary.requireTotp,
+  secondary_require_ext_jwt_signer_id: p.secondary.requireExtJwt,
+});
+
+async function signersOf(db: Db, ids: string[]): Promise<Map<string, string[]>> {
+  const map = new Map<string, string[]>();
+  if (ids.length === 0) return map;
+  const rows = await db('auth_policy_allowed_signers').whereIn('auth_policy_id', ids).orderBy('signer_id');
+  for (const r of rows as { auth_policy_id: string; signer_id: string }[]) {
+    map.set(r.auth_policy_id, [...(map.get(r.auth_policy_id) ?? []), r.signer_id]);
+  }
+  return map;
+}
+
+async function replaceSigners(db: Db, policyId: string, signerIds: string[]): Promise<void> {
+  await db('auth_policy_allowed_signers').where({ auth_policy_id: policyId }).delete();
+  const unique = [...new Set(signerIds)];
+  if (unique.length > 0) {
+    await db('auth_policy_allowed_signers').insert(unique.map((signer_id) => ({ auth_policy_id: policyId, signer_id })));
+  }
+}
+
+export const authPoliciesRepository = {
+  table: (db: Db) => db<AuthPolicyRow>('auth_policies'),
+
+  async findById(db: Db, id: string): Promise<AuthPolicy | undefined> {
+    const row = await db<AuthPolicyRow>('auth_policies').where({ id }).first();
+    return row && toPolicy(row, (await signersOf(db, [id])).get(id) ?? []);
+  },
+
+  /** Maps rows of a list query to policies (one extra query for the allowed signers). */
+  async hydrate(db: Db, rows: AuthPolicyRow[]): Promise<AuthPolicy[]> {
+    const signers = await signersOf(
+      db,
+      rows.map((r) => r.id),
+    );
+    return rows.map((r) => toPolicy(r, signers.get(r.id) ?? []));
+  },
+
+  /** Writes the policy and its allowed signers; run inside a transaction. */
+  async insert(db: Db, id: string, p: AuthPolicyInput): Promise<void> {
+    await db('auth_policies').insert({ id, ...toRow(p) });
+    await replaceSigners(db, id, p.primary.extJwt.allowedSigners);
+  },
+
+  async update(db: Db, id: string, p: AuthPolicyInput): Promise<boolean> {
+    const n = await db('auth_policies')
+      .where({ id })
+      .update({ ...toRow(p), updated_at: db.fn.now() });
+    if (n === 0) return false;
+    await replaceSigners(db, id, p.primary.extJwt.allowedSigners);
+    return true;
+  },
+
+  async delete(db: Db, id: string): Promise<boolean> {
+    return (await db('auth_policies').where({ id }).delete()) > 0;
+  },
+};

@@ -1,0 +1,113 @@
+import type { Db } from '../db/create-database.js';
+
+export type AuthenticatorMethod = 'updb' | 'cert';
+
+export interface Authenticator {
+  id: string;
+  identityId: string;
+  method: AuthenticatorMethod;
+  username: string | null;
+  passwordHash: string | null;
+  certFingerprint: string | null;
+  certPem: string | null;
+  caId: string | null;
+  isExtendable: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface AuthenticatorRow {
+  id: string;
+  identity_id: string;
+  method: AuthenticatorMethod;
+  username: string | null;
+  password_hash: string | null;
+  cert_fingerprint: string | null;
+  cert_pem: string | null;
+  ca_id: string | null;
+  is_extendable: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const authenticatorListFields = {
+  id: { column: 'id', type: 'string' },
+  identityId: { column: 'identity_id', type: 'string' },
+  method: { column: 'method', type: 'string' },
+  username: { column: 'username', type: 'string' },
+  fingerprint: { column: 'cert_fingerprint', type: 'string' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+} as const;
+
+export const toAuthenticator = (r: AuthenticatorRow): Authenticator => ({
+  id: r.id,
+  identityId: r.identity_id,
+  method: r.method,
+  username: r.username,
+  passwordHash: r.password_hash,
+  certFingerprint: r.cert_fingerprint,
+  certPem: r.cert_pem,
+  caId: r.ca_id,
+  isExtendable: r.is_extendable,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export type NewAuthenticator = Pick<Authenticator, 'id' | 'identityId' | 'method'> &
+  Partial<Pick<Authenticator, 'username' | 'passwordHash' | 'certFingerprint' | 'certPem' | 'caId' | 'isExtendable'>>;
+
+export const authenticatorsRepository = {
+  table: (db: Db) => db<AuthenticatorRow>('authenticators'),
+
+  async insert(db: Db, a: NewAuthenticator): Promise<Authenticator> {
+    const [row] = await db('authenticators')
+      .insert({
+        id: a.id,
+        identity_id: a.identityId,
+        method: a.method,
+        username: a.username ?? null,
+        password_hash: a.passwordHash ?? null,
+        cert_fingerprint: a.certFingerprint ?? null,
+        cert_pem: a.certPem ?? null,
+        ca_id: a.caId ?? null,
+        is_extendable: a.isExtendable ?? false,
+      })
+      .returning('*');
+    return toAuthenticator(row);
+  },
+
+  async findById(db: Db, id: string): Promise<Authenticator | undefined> {
+    const row = await db<AuthenticatorRow>('authenticators').where({ id }).first();
+    return row && toAuthenticator(row);
+  },
+
+  async findByUsername(db: Db, username: string): Promise<Authenticator | undefined> {
+    const row = await db<AuthenticatorRow>('authenticators').where({ method: 'updb', username }).first();
+    return row && toAuthenticator(row);
+  },
+
+  async findByFingerprint(db: Db, fingerprint: string): Promise<Authenticator | undefined> {
+    const row = await db<AuthenticatorRow>('authenticators').where({ method: 'cert', cert_fingerprint: fingerprint }).first();
+    return row && toAuthenticator(row);
+  },
+
+  async listForIdentity(db: Db, identityId: string): Promise<Authenticator[]> {
+    const rows = await db<AuthenticatorRow>('authenticators').where({ identity_id: identityId }).orderBy('method');
+    return rows.map(toAuthenticator);
+  },
+
+  async listFor(db: Db, identityIds: string[]): Promise<Authenticator[]> {
+    if (identityIds.length === 0) return [];
+    const rows = await db<AuthenticatorRow>('authenticators').whereIn('identity_id', identityIds);
+    return rows.map(toAuthenticator);
+  },
+
+  async setPassword(db: Db, id: string, passwordHash: string): Promise<void> {
+    await db('authenticators').where({ id }).update({ password_hash: passwordHash, updated_at: db.fn.now() });
+  },
+
+  async delete(db: Db, id: string): Promise<Authenticator | undefined> {
+    const [row] = await db('authenticators').where({ id }).delete().returning('*');
+    return row && toAuthenticator(row);
+  },
+};

@@ -1,0 +1,99 @@
+import type { Db } from '../db/create-database.js';
+
+export type EnrollmentMethod = 'ott' | 'ottca' | 'updb';
+
+export interface Enrollment {
+  id: string;
+  identityId: string;
+  method: EnrollmentMethod;
+  token: string;
+  username: string | null;
+  caId: string | null;
+  expiresAt: Date;
+  createdAt: Date;
+}
+
+interface EnrollmentRow {
+  id: string;
+  identity_id: string;
+  method: EnrollmentMethod;
+  token: string;
+  username: string | null;
+  ca_id: string | null;
+  expires_at: Date;
+  created_at: Date;
+}
+
+export const enrollmentListFields = {
+  id: { column: 'id', type: 'string' },
+  identityId: { column: 'identity_id', type: 'string' },
+  method: { column: 'method', type: 'string' },
+  expiresAt: { column: 'expires_at', type: 'datetime' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+} as const;
+
+export const toEnrollment = (r: EnrollmentRow): Enrollment => ({
+  id: r.id,
+  identityId: r.identity_id,
+  method: r.method,
+  token: r.token,
+  username: r.username,
+  caId: r.ca_id,
+  expiresAt: r.expires_at,
+  createdAt: r.created_at,
+});
+
+export const enrollmentsRepository = {
+  table: (db: Db) => db<EnrollmentRow>('enrollments'),
+
+  async insert(db: Db, e: Omit<Enrollment, 'createdAt'>): Promise<Enrollment> {
+    const [row] = await db('enrollments')
+      .insert({
+        id: e.id,
+        identity_id: e.identityId,
+        method: e.method,
+        token: e.token,
+        username: e.username,
+        ca_id: e.caId,
+        expires_at: e.expiresAt,
+      })
+      .returning('*');
+    return toEnrollment(row);
+  },
+
+  async findById(db: Db, id: string): Promise<Enrollment | undefined> {
+    const row = await db<EnrollmentRow>('enrollments').where({ id }).first();
+    return row && toEnrollment(row);
+  },
+
+  async findByToken(db: Db, token: string): Promise<Enrollment | undefined> {
+    const row = await db<EnrollmentRow>('enrollments').where({ token }).first();
+    return row && toEnrollment(row);
+  },
+
+  async listFor(db: Db, identityIds: string[]): Promise<Enrollment[]> {
+    if (identityIds.length === 0) return [];
+    const rows = await db<EnrollmentRow>('enrollments').whereIn('identity_id', identityIds);
+    return rows.map(toEnrollment);
+  },
+
+  /** Consumes a token in one statement: exactly one caller gets the row (a used token is gone). */
+  async consume(db: Db, token: string): Promise<Enrollment | undefined> {
+    const [row] = await db('enrollments').where({ token }).delete().returning('*');
+    return row && toEnrollment(row);
+  },
+
+  async updateExpiry(db: Db, id: string, expiresAt: Date): Promise<Enrollment | undefined> {
+    const [row] = await db('enrollments').where({ id }).update({ expires_at: expiresAt }).returning('*');
+    return row && toEnrollment(row);
+  },
+
+  async delete(db: Db, id: string): Promise<Enrollment | undefined> {
+    const [row] = await db('enrollments').where({ id }).delete().returning('*');
+    return row && toEnrollment(row);
+  },
+
+  async deleteForIdentity(db: Db, identityId: string): Promise<number> {
+    return db('enrollments').where({ identity_id: identityId }).delete();
+  },
+};

@@ -1,0 +1,182 @@
+import type { Db } from '../db/create-database.js';
+
+export type IdentityType = 'User' | 'Device' | 'Service' | 'Default';
+
+export interface Identity {
+  id: string;
+  name: string;
+  type: IdentityType;
+  isAdmin: boolean;
+  isDefaultAdmin: boolean;
+  externalId: string | null;
+  authPolicyId: string;
+  tags: Record<string, unknown>;
+  disabled: boolean;
+  disabledUntil: Date | null;
+  tokenGeneration: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface IdentityRow {
+  id: string;
+  name: string;
+  type: IdentityType;
+  is_admin: boolean;
+  is_default_admin: boolean;
+  external_id: string | null;
+  auth_policy_id: string;
+  tags: Record<string, unknown>;
+  disabled: boolean;
+  disabled_until: Date | null;
+  token_generation: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** API field → column, for list filters and sorting. */
+export const identityListFields = {
+  id: { column: 'id', type: 'string' },
+  name: { column: 'name', type: 'string' },
+  type: { column: 'type', type: 'string' },
+  isAdmin: { column: 'is_admin', type: 'boolean' },
+  isDefaultAdmin: { column: 'is_default_admin', type: 'boolean' },
+  externalId: { column: 'external_id', type: 'string' },
+  authPolicyId: { column: 'auth_policy_id', type: 'string' },
+  disabled: { column: 'disabled', type: 'boolean' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+  updatedAt: { column: 'updated_at', type: 'datetime' },
+} as const;
+
+export const toIdentity = (r: IdentityRow): Identity => ({
+  id: r.id,
+  name: r.name,
+  type: r.type,
+  isAdmin: r.is_admin,
+  isDefaultAdmin: r.is_default_admin,
+  externalId: r.external_id,
+  authPolicyId: r.auth_policy_id,
+  tags: r.tags ?? {},
+  disabled: r.disabled,
+  disabledUntil: r.disabled_until,
+  tokenGeneration: r.token_generation,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export interface NewIdentity {
+  id: string;
+  name: string;
+  type: IdentityType;
+  isAdmin: boolean;
+  isDefaultAdmin?: boolean;
+  externalId?: string | null;
+  authPolicyId: string;
+  tags?: Record<string, unknown>;
+}
+
+export interface IdentityChanges {
+  name?: string;
+  type?: IdentityType;
+  isAdmin?: boolean;
+  externalId?: string | null;
+  authPolicyId?: string;
+  tags?: Record<string, unknown>;
+  disabled?: boolean;
+  disabledUntil?: Date | null;
+}
+
+const columnsOf = (c: IdentityChanges) => {
+  const cols: Record<string, unknown> = {};
+  if (c.name !== undefined) cols.name = c.name;
+  if (c.type !== undefined) cols.type = c.type;
+  if (c.isAdmin !== undefined) cols.is_admin = c.isAdmin;
+  if (c.externalId !== undefined) cols.external_id = c.externalId;
+  if (c.authPolicyId !== undefined) cols.auth_policy_id = c.authPolicyId;
+  if (c.tags !== undefined) cols.tags = JSON.stringify(c.tags);
+  if (c.disabled !== undefined) cols.disabled = c.disabled;
+  if (c.disabledUntil !== undefined) cols.disabled_until = c.disabledUntil;
+  return cols;
+};
+
+export const identitiesRepository = {
+  table: (db: Db) => db<IdentityRow>('identities'),
+
+  async insert(db: Db, i: NewIdentity): Promise<Identity> {
+    const [row] = await db('identities')
+      .insert({
+        id: i.id,
+        name: i.name,
+        type: i.type,
+        is_admin: i.isAdmin,
+        is_default_admin: i.isDefaultAdmin ?? false,
+        external_id: i.externalId ?? null,
+        auth_policy_id: i.authPolicyId,
+        tags: JSON.stringify(i.tags ?? {}),
+      })
+      .returning('*');
+    return toIdentity(row);
+  },
+
+  async findById(db: Db, id: string): Promise<Identity | undefined> {
+    const row = await db<IdentityRow>('identities').where({ id }).first();
+    return row && toIdentity(row);
+  },
+
+  async findByExternalId(db: Db, externalId: string): Promise<Identity | undefined> {
+    const row = await db<IdentityRow>('identities').where({ external_id: externalId }).first();
+    return row && toIdentity(row);
+  },
+
+  async findByName(db: Db, name: string): Promise<Identity | undefined> {
+    const row = await db<IdentityRow>('identities').where({ name }).first();
+    return row && toIdentity(row);
+  },
+
+  async hasAdmin(db: Db): Promise<boolean> {
+    return (await db('identities').where({ is_admin: true }).first('id')) !== undefined;
+  },
+
+  /** Applies changes; with `bumpGeneration` every token issued so far stops working. */
+  async update(db: Db, id: string, changes: IdentityChanges, bumpGeneration = false): Promise<Identity | undefined> {
+    const [row] = await db('identities')
+      .where({ id })
+      .update({
+        ...columnsOf(changes),
+        ...(bumpGeneration ? { token_generation: db.raw('token_generation + 1') } : {}),
+        updated_at: db.fn.now(),
+      })
+      .returning('*');
+    return row && toIdentity(row);
+  },
+
+  async delete(db: Db, id: string): Promise<Identity | undefined> {
+    const [row] = await db('identities').where({ id }).delete().returning('*');
+    return row && toIdentity(row);
+  },
+};
+
+export const roleAttributesRepository = {
+  async list(db: Db, identityId: string): Promise<string[]> {
+    const rows = await db('identity_role_attributes').where({ identity_id: identityId }).orderBy('attribute');
+    return rows.map((r: { attribute: string }) => r.attribute);
+  },
+
+  async listFor(db: Db, identityIds: string[]): Promise<Map<string, string[]>> {
+    const map = new Map<string, string[]>();
+    if (identityIds.length === 0) return map;
+    const rows = await db('identity_role_attributes').whereIn('identity_id', identityIds).orderBy('attribute');
+    for (const r of rows as { identity_id: string; attribute: string }[]) {
+      map.set(r.identity_id, [...(map.get(r.identity_id) ?? []), r.attribute]);
+    }
+    return map;
+  },
+
+  async replace(db: Db, identityId: string, attributes: string[]): Promise<void> {
+    await db('identity_role_attributes').where({ identity_id: identityId }).delete();
+    const unique = [...new Set(attributes)];
+    if (unique.length > 0) {
+      await db('identity_role_attributes').insert(unique.map((attribute) => ({ identity_id: identityId, attribute })));
+    }
+  },
+};

@@ -1,0 +1,76 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { AppError } from '../errors/app-error.js';
+import { sendData, sendEmpty } from '../errors/envelope.js';
+import { authenticate, principalOf } from '../middleware/authenticate.js';
+import { bodyOf, parseBody } from '../middleware/parse-body.js';
+import { passwordLoginSchema } from '../schemas/authenticate-schemas.js';
+import { parseInput } from '../schemas/parse-input.js';
+import type { RouteDeps } from './route-deps.js';
+
+/** Legacy session login (decisions.md §4): `POST /authenticate?method=password`. */
+export function authenticateRoutes(router: Router, deps: RouteDeps): void {
+  router.post('/authenticate', parseBody(), async (ctx: Context) => {
+    const method = ctx.query.method;
+    if (method !== 'password') {
+      throw new AppError('COULD_NOT_VALIDATE', {
+        cause: { field: 'method', reason: 'must be one of password, cert, ext-jwt' },
+      });
+    }
+    const input = parseInput(passwordLoginSchema, bodyOf(ctx));
+    const result = await deps.passwordMethod(input.username, input.password);
+    const mfaRequired = result.policy.secondary.requireTotp;
+    const { session, token } = await deps.sessions.create({
+      identityId: result.identity.id,
+      amr: result.amr,
+      configTypes: input.configTypes,
+      isCertExtendable: result.isCertExtendable,
+      mfaRequired,
+    });
+    sendData(ctx, {
+      id: session.id,
+      token,
+      identityId: result.identity.id,
+      identity: { id: result.identity.id, name: result.identity.name },
+      expiresAt: session.expiresAt.toISOString(),
+      expirationSeconds: Math.floor((session.expiresAt.getTime() - Date.now()) / 1000),
+      isMfaRequired: mfaRequired,
+      isMfaComplete: false,
+      authQueries: [],
+    });
+  });
+}
+
+/** `GET /current-identity`: the caller's identity detail. */
+export function currentIdentityRoutes(router: Router, deps: RouteDeps): void {
+  router.get('/current-identity', authenticate(deps.principals), async (ctx: Context) => {
+    const identity = await deps.findIdentity(principalOf(ctx).identityId);
+    if (!identity) throw new AppError('UNAUTHORIZED');
+    const [view] = await deps.identityView(deps.knex, [identity]);
+    sendData(ctx, view);
+  });
+}
+
+/** `GET|DELETE /current-api-session` (client API). */
+export function currentSessionRoutes(router: Router, deps: RouteDeps): void {
+  router.get('/current-api-session', authenticate(deps.principals, { allowMfaPending: true }), (ctx: Context) => {
+    const p = principalOf(ctx);
+    sendData(ctx, {
+      id: p.sessionId,
+      identityId: p.identityId,
+      identity: { id: p.identityId, name: p.identityName },
+      isAdmin: p.isAdmin,
+      authMethod: p.kind === 'oidc' ? 'oidc' : p.amr[0],
+      amr: p.amr,
+      configTypes: p.configTypes,
+      isCertExtendable: p.isCertExtendable,
+      isMfaRequired: p.mfaPending,
+      expiresAt: p.expiresAt.toISOString(),
+      expirationSeconds: Math.max(0, Math.floor((p.expiresAt.getTime() - Date.now()) / 1000)),
+    });
+  });
+  router.delete('/current-api-session', authenticate(deps.principals, { allowMfaPending: true }), async (ctx: Context) => {
+    await deps.sessions.end(principalOf(ctx).sessionId);
+    sendEmpty(ctx);
+  });
+}

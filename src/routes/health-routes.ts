@@ -1,0 +1,23 @@
+import Router from '@koa/router';
+import type { Knex } from 'knex';
+
+/** Anonymous liveness and readiness (decisions.md §1): ready while the database answers. */
+export function healthRoutes(knex: Knex): Router {
+  const router = new Router();
+  router.get('/health/live', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/health/ready', async (ctx) => {
+    try {
+      await Promise.race([
+        knex.raw('select 1'),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('database timeout')), 2000).unref()),
+      ]);
+      ctx.body = { status: 'ok' };
+    } catch {
+      ctx.status = 503;
+      ctx.body = { status: 'unavailable', reason: 'the database does not answer' };
+    }
+  });
+  return router;
+}

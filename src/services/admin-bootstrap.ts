@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import { hashPassword } from '../crypto/passwords.js';
+import { newId } from '../crypto/random.js';
+import { identitiesRepository } from '../repositories/identities-repository.js';
+import { authenticatorsRepository } from '../repositories/authenticators-repository.js';
+import { DEFAULT_POLICY_ID } from '../repositories/auth-policies-repository.js';
+
+export interface BootstrapResult {
+  created: boolean;
+  username: string;
+  /** Only when the password was generated: shown once, never logged elsewhere. */
+  generatedPassword?: string;
+}
+
+const ADMIN_LOCK_KEY = 8319395793566789480n;
+
+/**
+ * Creates the first admin (the default admin) when no admin exists (decisions.md §1), under a
+ * transaction-scoped advisory lock so that instances starting together create one.
+ */
+export async function ensureFirstAdmin(knex: Knex, username: string, password?: string): Promise<BootstrapResult> {
+  return knex.transaction(async (trx) => {
+    await trx.raw('SELECT pg_advisory_xact_lock(?)', [ADMIN_LOCK_KEY.toString()]);
+    if (await identitiesRepository.hasAdmin(trx)) return { created: false, username };
+    const generatedPassword = password ? undefined : randomBytes(18).toString('base64url');
+    const identity = await identitiesRepository.insert(trx, {
+      id: newId(),
+      name: username,
+      type: 'User',
+      isAdmin: true,
+      isDefaultAdmin: true,
+      authPolicyId: DEFAULT_POLICY_ID,
+    });
+    await authenticatorsRepository.insert(trx, {
+      id: newId(),
+      identityId: identity.id,
+      method: 'updb',
+      username,
+      passwordHash: await hashPassword(password ?? generatedPassword!),
+    });
+    return { created: true, username, generatedPassword };
+  });
+}

@@ -1,0 +1,81 @@
+import type { Db } from '../db/create-database.js';
+import type { Identity } from '../repositories/identities-repository.js';
+import { roleAttributesRepository } from '../repositories/identities-repository.js';
+import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
+import { enrollmentsRepository, type Enrollment } from '../repositories/enrollments-repository.js';
+
+/** Signs the enrollment JWT shown in identity details (the enrollment service provides it). */
+export type EnrollmentJwtSigner = (enrollment: Enrollment) => Promise<string>;
+
+export interface IdentityViewDeps {
+  signEnrollmentJwt: EnrollmentJwtSigner;
+  now?: () => Date;
+}
+
+function authenticatorsView(list: Authenticator[]) {
+  const view: Record<string, unknown> = {};
+  for (const a of list) {
+    if (a.method === 'updb') view.updb = { id: a.id, username: a.username };
+    if (a.method === 'cert') view.cert = { id: a.id, fingerprint: a.certFingerprint };
+  }
+  return view;
+}
+
+async function enrollmentView(list: Enrollment[], sign: EnrollmentJwtSigner) {
+  const view: Record<string, unknown> = {};
+  for (const e of list) {
+    view[e.method] = {
+      id: e.id,
+      token: e.token,
+      jwt: await sign(e),
+      expiresAt: e.expiresAt.toISOString(),
+      ...(e.username ? { username: e.username } : {}),
+      ...(e.caId ? { caId: e.caId } : {}),
+    };
+  }
+  return view;
+}
+
+/** The identity detail of decisions.md §3, for a page of identities at once. */
+export function createIdentityView({ signEnrollmentJwt, now = () => new Date() }: IdentityViewDeps) {
+  return async function viewIdentities(db: Db, identities: Identity[]) {
+    const ids = identities.map((i) => i.id);
+    const [roles, authenticators, enrollments, mfa, sessions] = await Promise.all([
+      roleAttributesRepository.listFor(db, ids),
+      authenticatorsRepository.listFor(db, ids),
+      enrollmentsRepository.listFor(db, ids),
+      ids.length ? db('mfa_totp').whereIn('identity_id', ids).andWhere({ is_verified: true }).select('identity_id') : [],
+      ids.length
+        ? db('api_sessions').whereIn('identity_id', ids).andWhere('expires_at', '>', now()).distinct('identity_id')
+        : [],
+    ]);
+    const mfaSet = new Set((mfa as { identity_id: string }[]).map((r) => r.identity_id));
+    const sessionSet = new Set((sessions as { identity_id: string }[]).map((r) => r.identity_id));
+    return Promise.all(
+      identities.map(async (i) => ({
+        id: i.id,
+        name: i.name,
+        type: i.type,
+        isAdmin: i.isAdmin,
+        isDefaultAdmin: i.isDefaultAdmin,
+        externalId: i.externalId,
+        authPolicyId: i.authPolicyId,
+        roleAttributes: roles.get(i.id) ?? [],
+        tags: i.tags,
+        disabled: i.disabled && (i.disabledUntil === null || i.disabledUntil > now()),
+        disabledUntil: i.disabledUntil?.toISOString() ?? null,
+        isMfaEnabled: mfaSet.has(i.id),
+        hasApiSession: sessionSet.has(i.id),
+        authenticators: authenticatorsView(authenticators.filter((a) => a.identityId === i.id)),
+        enrollment: await enrollmentView(
+          enrollments.filter((e) => e.identityId === i.id),
+          signEnrollmentJwt,
+        ),
+        createdAt: i.createdAt.toISOString(),
+        updatedAt: i.updatedAt.toISOString(),
+      })),
+    );
+  };
+}
+
+export type IdentityView = ReturnType<typeof createIdentityView>;

@@ -1,0 +1,70 @@
+import type { Db } from '../db/create-database.js';
+import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
+import { identitiesRepository, type IdentityChanges } from '../repositories/identities-repository.js';
+import { revocationsRepository } from '../repositories/revocations-repository.js';
+
+/** Extra clean-up run in the same transaction, e.g. the OIDC grants of an identity. */
+export type IdentityRevocationHook = (trx: Db, identityId: string) => Promise<void>;
+
+export interface RevocationServiceDeps {
+  /** How long a revocation must be remembered: the longest lifetime of any token it covers (s). */
+  retentionSeconds: () => number;
+  hooks?: IdentityRevocationHook[];
+  /** Called after commit so in-memory state can be updated at once (issue 6 wires NOTIFY here). */
+  published?: () => void;
+  now?: () => Date;
+}
+
+/**
+ * Ends every current form of access of an identity (spec 3.3, decisions.md §3): its API sessions
+ * go, its token generation moves on (so JWTs issued so far are refused) and a revocation event is
+ * recorded for the other instances. Run inside the caller's transaction.
+ */
+export function createRevocationService(deps: RevocationServiceDeps) {
+  const now = deps.now ?? (() => new Date());
+  const hooks = deps.hooks ?? [];
+  const expiry = () => new Date(now().getTime() + deps.retentionSeconds() * 1000);
+
+  return {
+    hooks,
+
+    async revokeIdentity(trx: Db, identityId: string, changes: IdentityChanges = {}): Promise<void> {
+      await apiSessionsRepository.deleteForIdentity(trx, identityId);
+      const identity = await identitiesRepository.update(trx, identityId, changes, true);
+      for (const hook of hooks) await hook(trx, identityId);
+      await revocationsRepository.insert(trx, {
+        kind: 'identity',
+        subject: identityId,
+        generation: identity?.tokenGeneration ?? null,
+        expiresAt: expiry(),
+      });
+    },
+
+    /** A deleted identity: its row is gone, so only the event remains (generation: refuse all). */
+    async recordIdentityDeleted(trx: Db, identityId: string): Promise<void> {
+      for (const hook of hooks) await hook(trx, identityId);
+      await revocationsRepository.insert(trx, {
+        kind: 'identity',
+        subject: identityId,
+        generation: null,
+        expiresAt: expiry(),
+      });
+    },
+
+    async revokeApiSession(trx: Db, sessionId: string): Promise<void> {
+      await apiSessionsRepository.delete(trx, sessionId);
+      await revocationsRepository.insert(trx, {
+        kind: 'api_session',
+        subject: sessionId,
+        generation: null,
+        expiresAt: expiry(),
+      });
+    },
+
+    afterCommit(): void {
+      deps.published?.();
+    },
+  };
+}
+
+export type RevocationService = ReturnType<typeof createRevocationService>;

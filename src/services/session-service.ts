@@ -1,0 +1,72 @@
+import type { Db } from '../db/create-database.js';
+import { AppError } from '../errors/app-error.js';
+import { challenges } from '../errors/www-authenticate.js';
+import { newId, newToken, sha256Hex } from '../crypto/random.js';
+import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
+
+export interface SessionServiceDeps {
+  db: Db;
+  /** edge.api.sessionTimeout in seconds. */
+  sessionTimeout: number;
+  now?: () => Date;
+}
+
+export interface NewSessionFacts {
+  identityId: string;
+  amr: string[];
+  configTypes?: string[];
+  isCertExtendable?: boolean;
+  mfaRequired: boolean;
+}
+
+/**
+ * Legacy API sessions (decisions.md §4): an opaque token stored as its SHA-256, expiring after
+ * `sessionTimeout` without use; each use slides the expiry, written at most every few seconds.
+ */
+export function createSessionService({ db, sessionTimeout, now = () => new Date() }: SessionServiceDeps) {
+  const timeoutMs = sessionTimeout * 1000;
+  // Writes are skipped while the stored expiry is this close to the one a write would set.
+  const writeSlackMs = Math.min(5000, timeoutMs / 10);
+
+  return {
+    async create(facts: NewSessionFacts, trx: Db = db): Promise<{ session: ApiSession; token: string }> {
+      const token = newToken();
+      const session = await apiSessionsRepository.insert(trx, {
+        id: newId(),
+        identityId: facts.identityId,
+        kind: 'legacy',
+        tokenHash: sha256Hex(token),
+        amr: facts.amr,
+        configTypes: facts.configTypes ?? [],
+        isCertExtendable: facts.isCertExtendable ?? false,
+        mfaRequired: facts.mfaRequired,
+        mfaComplete: false,
+        expiresAt: new Date(now().getTime() + timeoutMs),
+      });
+      return { session, token };
+    },
+
+    /** The live session for a token, its expiry slid forward; 401 with the svc-session challenge otherwise. */
+    async resolve(token: string): Promise<ApiSession> {
+      const session = token.length <= 256 ? await apiSessionsRepository.findByTokenHash(db, sha256Hex(token)) : undefined;
+      if (!session) throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionInvalid()] });
+      const at = now();
+      if (session.expiresAt <= at) throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
+      const next = new Date(at.getTime() + timeoutMs);
+      if (next.getTime() - session.expiresAt.getTime() < writeSlackMs) return session;
+      const touched = await apiSessionsRepository.touch(db, session.id, at, next);
+      if (!touched) throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
+      return touched;
+    },
+
+    async end(sessionId: string): Promise<boolean> {
+      return (await apiSessionsRepository.delete(db, sessionId)) !== undefined;
+    },
+
+    async completeMfa(sessionId: string, amr: string[]): Promise<ApiSession | undefined> {
+      return apiSessionsRepository.completeMfa(db, sessionId, amr);
+    },
+  };
+}
+
+export type SessionService = ReturnType<typeof createSessionService>;

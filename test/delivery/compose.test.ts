@@ -1,0 +1,185 @@
+// Delivery files (Dockerfile, docker-compose.yml, .env.example, config.example.yaml): checks that
+// need no Docker engine. .ci/run additionally validates the compose file with docker-compose 1.29.
+import { describe, expect, test } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parse as parseDotenv } from 'dotenv';
+import { parse as parseYaml } from 'yaml';
+import { loadConfig } from '../../src/config/load-config.js';
+
+const root = resolve(process.cwd());
+const read = (file: string) => readFileSync(join(root, file), 'utf8');
+
+/** The variables of decisions.md §1. */
+const SECTION_1_VARIABLES = [
+  'DATABASE_URL',
+  'SVC_DATA_DIR',
+  'SVC_CONFIG',
+  'SVC_ADDRESS',
+  'SVC_ADVERTISED_ADDRESS',
+  'SVC_ADMIN_USERNAME',
+  'SVC_ADMIN_PASSWORD',
+  'SVC_MASTER_KEY',
+  'SVC_OIDC_ACCESS_TOKEN_DURATION',
+  'SVC_OIDC_ID_TOKEN_DURATION',
+  'SVC_OIDC_REFRESH_TOKEN_DURATION',
+  'SVC_OIDC_REDIRECT_URIS',
+  'SVC_OIDC_POST_LOGOUT_URIS',
+  'SVC_CORS_ORIGINS',
+  'LOG_LEVEL',
+];
+
+interface ComposeService {
+  build?: unknown;
+  image?: string;
+  env_file?: string | string[];
+  environment?: Record<string, string>;
+  healthcheck?: { test?: string[] };
+  depends_on?: Record<string, { condition?: string }>;
+  ports?: string[];
+  volumes?: string[];
+}
+interface ComposeFile {
+  version?: string;
+  services: Record<string, ComposeService>;
+  volumes?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+const compose = parseYaml(read('docker-compose.yml')) as ComposeFile;
+const dockerfile = read('Dockerfile');
+const envExample = read('.env.example');
+
+/** `# NAME=value` lines: the documented defaults (empty value = unset). */
+const documented = new Map(
+  [...envExample.matchAll(/^#\s*([A-Z][A-Z0-9_]*)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.trim()]),
+);
+
+/** The JSON exec form of the Dockerfile's HEALTHCHECK CMD (it may continue over `\` lines). */
+function dockerfileHealthcheck(): string[] {
+  const joined = dockerfile.replace(/\\\n\s*/g, ' ');
+  const line = joined.split('\n').find((l) => l.startsWith('HEALTHCHECK '));
+  expect(line).toBeDefined();
+  const json = line!.slice(line!.indexOf('CMD ') + 4).trim();
+  return JSON.parse(json) as string[];
+}
+
+describe('docker-compose.yml', () => {
+  test('stays within the docker-compose v1.29 subset', () => {
+    expect(compose.version).toBe('3.8');
+    expect(Object.keys(compose)).not.toContain('name');
+    expect(Object.keys(compose)).not.toContain('include');
+  });
+
+  test('runs postgres 15 with a pg_isready healthcheck and a volume', () => {
+    const pg = compose.services.postgres!;
+    expect(pg.image).toBe('postgres:15');
+    expect(pg.healthcheck?.test).toContain('pg_isready');
+    expect(pg.volumes?.some((v) => v.endsWith(':/var/lib/postgresql/data'))).toBe(true);
+  });
+
+  test('configures the controller through the env file and the Docker defaults', () => {
+    const c = compose.services.controller!;
+    expect(c.build).toBe('.');
+    expect(c.env_file).toBe('.env');
+    expect(c.environment).toMatchObject({
+      DATABASE_URL: 'postgres://svc:${POSTGRES_PASSWORD}@postgres:5432/svc',
+      SVC_ADDRESS: '0.0.0.0:1280',
+      SVC_DATA_DIR: '/var/lib/svc',
+    });
+    expect(c.environment?.SVC_ADVERTISED_ADDRESS).toMatch(/localhost:1280/);
+    expect(c.depends_on?.postgres?.condition).toBe('service_healthy');
+    expect(c.ports).toEqual(['1280:1280']);
+    const dataVolume = c.volumes?.find((v) => v.endsWith(':/var/lib/svc'));
+    expect(dataVolume).toBeDefined();
+    expect(Object.keys(compose.volumes ?? {})).toContain(dataVolume!.split(':')[0]);
+  });
+
+  test('checks the controller over HTTPS with its CA, exactly as the Dockerfile does', () => {
+    const hc = compose.services.controller!.healthcheck?.test;
+    expect(hc?.slice(0, 3)).toEqual(['CMD', 'node', '-e']);
+    const script = hc![3]!;
+    expect(script).toContain('/health/ready');
+    expect(script).toContain("/pki/ca.pem'");
+    expect(script).not.toMatch(/rejectUnauthorized/);
+    expect(script).not.toContain('$'); // compose would interpolate it
+    expect(dockerfileHealthcheck()).toEqual(['node', '-e', script]);
+    // The script itself is valid JavaScript.
+    expect(() => new Function('require', 'process', script)).not.toThrow();
+  });
+
+  test('needs POSTGRES_PASSWORD, which .env.example sets', () => {
+    expect(read('docker-compose.yml')).toContain('${POSTGRES_PASSWORD:?');
+    expect(parseDotenv(envExample).POSTGRES_PASSWORD).toBeTruthy();
+  });
+});
+
+describe('Dockerfile', () => {
+  const stages = dockerfile.split('\n').filter((l) => l.startsWith('FROM '));
+
+  test('builds and runs on node 22 in two stages', () => {
+    expect(stages).toHaveLength(2);
+    for (const s of stages) expect(s).toMatch(/^FROM node:22-bookworm-slim\b/);
+    expect(dockerfile).toMatch(/RUN npm ci\b/);
+    expect(dockerfile).toMatch(/npm run build/);
+    expect(dockerfile).toMatch(/npm prune --omit=dev/);
+  });
+
+  test('runs as the non-root user node with its data in a volume', () => {
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(runtime).toMatch(/^USER node$/m);
+    expect(runtime).not.toMatch(/^USER root$/m);
+    expect(runtime).toMatch(/chown node:node \/var\/lib\/svc/);
+    expect(runtime).toMatch(/^VOLUME \/var\/lib\/svc$/m);
+    expect(runtime).toMatch(/^EXPOSE 1280$/m);
+    expect(runtime).toMatch(/SVC_ADDRESS=0\.0\.0\.0:1280/);
+    expect(runtime).toMatch(/SVC_DATA_DIR=\/var\/lib\/svc/);
+    expect(runtime).toMatch(/NODE_ENV=production/);
+    expect(runtime).toMatch(/^CMD \["node", "dist\/src\/main\.js"\]$/m);
+  });
+
+  test('has a HEALTHCHECK', () => {
+    expect(dockerfileHealthcheck()[0]).toBe('node');
+  });
+
+  test('.dockerignore keeps local state and secrets out of the image', () => {
+    const ignored = read('.dockerignore').split('\n');
+    for (const entry of ['node_modules', 'dist', 'data', '.git', 'coverage', '.env']) {
+      expect(ignored).toContain(entry);
+    }
+  });
+});
+
+describe('.env.example and config.example.yaml', () => {
+  test('.env.example documents every variable of decisions.md §1', () => {
+    const missing = SECTION_1_VARIABLES.filter((name) => !documented.has(name));
+    expect(missing).toEqual([]);
+  });
+
+  // Each check loads from an empty temp dir, so a developer's own .env plays no part.
+  const withEmptyCwd = <T>(fn: (cwd: string) => T): T => {
+    const cwd = mkdtempSync(join(tmpdir(), 'svc-delivery-'));
+    try {
+      return fn(cwd);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  };
+
+  test('the defaults written in .env.example are the real defaults', () => {
+    const defaults = Object.fromEntries([...documented].filter(([, value]) => value !== ''));
+    expect(Object.keys(defaults).length).toBeGreaterThan(15);
+    withEmptyCwd((cwd) => {
+      expect(loadConfig({ env: defaults, cwd })).toEqual(loadConfig({ env: {}, cwd }));
+    });
+  });
+
+  test('config.example.yaml is valid and loads', () => {
+    withEmptyCwd((cwd) => {
+      const config = loadConfig({ env: { SVC_CONFIG: join(root, 'config.example.yaml') }, cwd });
+      expect(config.edge?.oidc.maxSessionDuration).toBe(720 * 3600);
+      expect(config.listeners.map((l) => l.name)).toEqual(['client-management', 'oidc-only']);
+    });
+  });
+});
