@@ -156,11 +156,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('method').notNullable();
     t.text('token').notNullable().unique({ indexName: 'enrollments__token_unique' });
     t.text('username');
-    t.text('ca_id')
-      .references('id')
-      .inTable('cas')
-      .onDelete('CASCADE')
-      .withKeyName('enrollments__ca_id_fk');
+    t.text('ca_id').references('id').inTable('cas').onDelete('CASCADE').withKeyName('enrollments__ca_id_fk');
     t.timestamp('expires_at', { useTz: true }).notNullable();
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.unique(['identity_id', 'method'], { indexName: 'enrollments__identity_id_method_unique' });

@@ -13,8 +13,12 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('consumed_at', { useTz: true });
     t.primary(['model', 'id'], { constraintName: 'oidc_payloads__model_id_pk' });
   });
-  await knex.raw('CREATE INDEX oidc_payloads__grant_id_index ON oidc_payloads (grant_id) WHERE grant_id IS NOT NULL');
-  await knex.raw('CREATE INDEX oidc_payloads__model_uid_index ON oidc_payloads (model, uid) WHERE uid IS NOT NULL');
+  await knex.raw(
+    'CREATE INDEX oidc_payloads__grant_id_index ON oidc_payloads (grant_id) WHERE grant_id IS NOT NULL',
+  );
+  await knex.raw(
+    'CREATE INDEX oidc_payloads__model_uid_index ON oidc_payloads (model, uid) WHERE uid IS NOT NULL',
+  );
   await knex.raw(
     'CREATE INDEX oidc_payloads__expires_at_index ON oidc_payloads (expires_at) WHERE expires_at IS NOT NULL',
   );

@@ -14,7 +14,13 @@ import { ensurePki, type PkiMaterial } from './services/pki-service.js';
 import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstrap.js';
 import { createServices, type Services } from './services/create-services.js';
 import { buildKoaApp } from './listeners/build-koa-app.js';
-import { closeServer, listenHttps, splitHostPort, withBoundPort, type BoundServer } from './listeners/https-listeners.js';
+import {
+  closeServer,
+  listenHttps,
+  splitHostPort,
+  withBoundPort,
+  type BoundServer,
+} from './listeners/https-listeners.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { wellKnownRoutes } from './routes/well-known-routes.js';
 import { edgeRouters } from './routes/edge-routers.js';
@@ -40,7 +46,11 @@ export interface App {
 
 function databaseFor(config: Config): Database {
   if (config.databaseUrl) {
-    return createDatabase({ kind: 'pg', connectionString: config.databaseUrl, poolMax: config.database.poolMax });
+    return createDatabase({
+      kind: 'pg',
+      connectionString: config.databaseUrl,
+      poolMax: config.database.poolMax,
+    });
   }
   return createDatabase({ kind: 'pglite', dataDir: pgliteDir(config.dataDir) });
 }
@@ -63,10 +73,18 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
     const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
     const { key, generated } = resolveMasterKey(config.masterKey, config.dataDir);
-    if (generated) logger.warn('generated a master key in the data directory; set SVC_MASTER_KEY to share it');
+    if (generated)
+      logger.warn('generated a master key in the data directory; set SVC_MASTER_KEY to share it');
     const box = createSecretBox(key);
     await verifyMasterKey(knex, box);
-    const pki = await ensurePki({ knex, box, hosts: certificateHosts(config), dataDir: config.dataDir, tls: config.tls, pki: config.pki });
+    const pki = await ensurePki({
+      knex,
+      box,
+      hosts: certificateHosts(config),
+      dataDir: config.dataDir,
+      tls: config.tls,
+      pki: config.pki,
+    });
     const admin = await ensureFirstAdmin(knex, config.admin.username, config.admin.password);
 
     const bound = new Map<string, BoundServer>();
@@ -90,7 +108,10 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       const handler = app.callback();
       for (const s of listeners[i]!.servers) s.server.on('request', handler);
     }
-    logger.info({ listeners: listeners.map((l) => ({ name: l.name, urls: l.urls })) }, 'controller listening');
+    logger.info(
+      { listeners: listeners.map((l) => ({ name: l.name, urls: l.urls })) },
+      'controller listening',
+    );
 
     let closing: Promise<void> | undefined;
     const close = () =>

@@ -9,7 +9,10 @@ const duration = (fallback: string) =>
     .transform((v, ctx) => {
       const seconds = parseDuration(v);
       if (seconds === undefined) {
-        ctx.addIssue({ code: 'custom', message: `${JSON.stringify(v)} is not a duration (e.g. 90s, 30m, 24h)` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `${JSON.stringify(v)} is not a duration (e.g. 90s, 30m, 24h)`,
+        });
         return z.NEVER;
       }
       return seconds;
@@ -26,7 +29,10 @@ const bool = (fallback: boolean) =>
   }, z.boolean().default(fallback));
 
 const int = (fallback: number, min: number, max: number) =>
-  z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), z.number().int().min(min).max(max).default(fallback));
+  z.preprocess(
+    (v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v),
+    z.number().int().min(min).max(max).default(fallback),
+  );
 
 /** A comma-separated env list or a YAML list. */
 const stringList = z.preprocess(
@@ -61,9 +67,7 @@ const webListener = z.object({
 });
 
 export const edgeSchema = z.object({
-  api: z
-    .object({ sessionTimeout: duration('30m'), disableOidcAutoBinding: bool(false) })
-    .prefault({}),
+  api: z.object({ sessionTimeout: duration('30m'), disableOidcAutoBinding: bool(false) }).prefault({}),
   oidc: z
     .object({
       accessTokenDuration: duration('30m'),
@@ -81,15 +85,22 @@ export const edgeSchema = z.object({
 
 export const configSchema = z.object({
   dataDir: z.string().min(1).default('./data'),
-  databaseUrl: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  databaseUrl: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
   database: z.object({ poolMax: int(10, 1, 200) }).prefault({}),
   address: hostPort.default('127.0.0.1:1280'),
   advertisedAddress: hostPort.optional(),
-  admin: z.object({ username: z.string().min(1).default('admin'), password: z.string().min(1).optional() }).prefault({}),
+  admin: z
+    .object({ username: z.string().min(1).default('admin'), password: z.string().min(1).optional() })
+    .prefault({}),
   masterKey: z.string().optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   corsOrigins: stringList.default([]),
-  tls: z.object({ cert: z.string().optional(), key: z.string().optional(), ca: z.string().optional() }).prefault({}),
+  tls: z
+    .object({ cert: z.string().optional(), key: z.string().optional(), ca: z.string().optional() })
+    .prefault({}),
   pki: z
     .object({
       signingCert: z.string().optional(),

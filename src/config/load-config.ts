@@ -58,7 +58,11 @@ const SCALAR_PATHS = [
 ];
 
 export const envNameOf = (path: string) =>
-  'SVC_' + path.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/\./g, '_').toUpperCase();
+  'SVC_' +
+  path
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/\./g, '_')
+    .toUpperCase();
 
 const ENV_TO_PATH: Record<string, string> = {
   ...Object.fromEntries(SCALAR_PATHS.map((p) => [envNameOf(p), p])),
@@ -91,7 +95,8 @@ function readYaml(file: string): Tree {
   } catch (err) {
     throw new ConfigError(`${file}: ${(err as Error).message.split('\n')[0]}`);
   }
-  if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`${file}: the top level must be a mapping`);
+  if (typeof doc !== 'object' || Array.isArray(doc))
+    throw new ConfigError(`${file}: the top level must be a mapping`);
   return doc as Tree;
 }
 

@@ -13,7 +13,10 @@ const MINUTE = 60;
  * duration that is not at least 1m longer than the access duration is raised to access + 1m.
  * Returns the adjusted values and one warning per adjustment.
  */
-export function applyTokenDurationRules(input: TokenDurations): { durations: TokenDurations; warnings: string[] } {
+export function applyTokenDurationRules(input: TokenDurations): {
+  durations: TokenDurations;
+  warnings: string[];
+} {
   const warnings: string[] = [];
   const raise = (key: keyof TokenDurations, value: number, min: number, why: string) => {
     if (value >= min) return value;
@@ -22,7 +25,12 @@ export function applyTokenDurationRules(input: TokenDurations): { durations: Tok
     );
     return min;
   };
-  const accessTokenDuration = raise('accessTokenDuration', input.accessTokenDuration, MINUTE, 'minimum is 1m');
+  const accessTokenDuration = raise(
+    'accessTokenDuration',
+    input.accessTokenDuration,
+    MINUTE,
+    'minimum is 1m',
+  );
   const idTokenDuration = raise('idTokenDuration', input.idTokenDuration, MINUTE, 'minimum is 1m');
   const refreshTokenDuration = raise(
     'refreshTokenDuration',

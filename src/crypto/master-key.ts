@@ -6,7 +6,10 @@ import { randomBytes } from 'node:crypto';
  * The master key from SVC_MASTER_KEY, else from `$SVC_DATA_DIR/master.key`, generated there
  * (mode 0600) on first start. Every instance of a deployment must use the same key.
  */
-export function resolveMasterKey(configured: string | undefined, dataDir: string): { key: Buffer; generated: boolean } {
+export function resolveMasterKey(
+  configured: string | undefined,
+  dataDir: string,
+): { key: Buffer; generated: boolean } {
   if (configured) return { key: Buffer.from(configured, 'base64'), generated: false };
   const file = join(dataDir, 'master.key');
   if (existsSync(file)) {

@@ -8,8 +8,7 @@ import { migrationSource } from './migration-source.js';
 export type Db = Knex | Knex.Transaction;
 
 export type DatabaseTarget =
-  | { kind: 'pg'; connectionString: string; poolMax: number }
-  | { kind: 'pglite'; dataDir?: string };
+  { kind: 'pg'; connectionString: string; poolMax: number } | { kind: 'pglite'; dataDir?: string };
 
 export interface Database {
   knex: Knex;

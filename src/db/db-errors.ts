@@ -6,7 +6,9 @@ export interface PgError {
 }
 
 export const isUniqueViolation = (err: unknown, constraint?: string): boolean =>
-  (err as PgError)?.code === '23505' && (constraint === undefined || (err as PgError).constraint === constraint);
+  (err as PgError)?.code === '23505' &&
+  (constraint === undefined || (err as PgError).constraint === constraint);
 
 export const isForeignKeyViolation = (err: unknown, constraint?: string): boolean =>
-  (err as PgError)?.code === '23503' && (constraint === undefined || (err as PgError).constraint === constraint);
+  (err as PgError)?.code === '23503' &&
+  (constraint === undefined || (err as PgError).constraint === constraint);

@@ -3,7 +3,12 @@ import type { AppError } from './app-error.js';
 import { formatChallenge } from './www-authenticate.js';
 
 /** `{"data": …, "meta": {}}` (decisions.md §2). */
-export function sendData(ctx: Context, data: unknown, status = 200, meta: Record<string, unknown> = {}): void {
+export function sendData(
+  ctx: Context,
+  data: unknown,
+  status = 200,
+  meta: Record<string, unknown> = {},
+): void {
   ctx.status = status;
   ctx.body = { data, meta };
 }

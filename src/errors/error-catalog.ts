@@ -4,7 +4,10 @@
  */
 export const errorCatalog = {
   COULD_NOT_VALIDATE: { status: 400, message: 'the supplied request contains invalid fields' },
-  INVALID_AUTH_REQUEST: { status: 400, message: 'the authentication request is unknown, expired or out of order' },
+  INVALID_AUTH_REQUEST: {
+    status: 400,
+    message: 'the authentication request is unknown, expired or out of order',
+  },
   INVALID_TOTP_CODE: { status: 400, message: 'the TOTP code supplied was invalid' },
   MFA_INVALID_TOKEN: { status: 400, message: 'the MFA code supplied was invalid' },
   INVALID_ENROLLMENT_TOKEN: { status: 400, message: 'the enrollment token is not valid' },
@@ -14,7 +17,8 @@ export const errorCatalog = {
   INVALID_AUTH: { status: 401, message: 'the authentication request failed' },
   UNAUTHORIZED: {
     status: 401,
-    message: 'the request could not be completed: the session is not authorized or the credentials are invalid',
+    message:
+      'the request could not be completed: the session is not authorized or the credentials are invalid',
   },
   FORBIDDEN: { status: 403, message: 'the supplied session does not have the correct access rights' },
   NOT_FOUND: { status: 404, message: 'the resource requested was not found or is no longer available' },
@@ -25,7 +29,8 @@ export const errorCatalog = {
   REQUEST_ENTITY_TOO_LARGE: { status: 413, message: 'the request body is larger than 1 MiB' },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
-    message: 'the content type is not supported (supported: application/json, application/x-www-form-urlencoded)',
+    message:
+      'the content type is not supported (supported: application/json, application/x-www-form-urlencoded)',
   },
   RATE_LIMITED: { status: 429, message: 'too many requests; retry later' },
   SERVER_ERROR: { status: 500, message: 'the server encountered an unexpected error' },

@@ -28,7 +28,12 @@ export function formatChallenge(c: Challenge): string {
 
 export const challenges = {
   missing: (): Challenge[] => [
-    { scheme: 'svc-session', realm: 'svc-session', error: 'missing', description: 'no matching token was provided' },
+    {
+      scheme: 'svc-session',
+      realm: 'svc-session',
+      error: 'missing',
+      description: 'no matching token was provided',
+    },
     { scheme: 'Bearer', realm: 'svc-oidc', error: 'missing', description: 'no matching token was provided' },
   ],
   bearerExpired: (): Challenge => ({

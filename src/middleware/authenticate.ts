@@ -34,8 +34,10 @@ export function authenticate(resolver: PrincipalResolver, options: AuthenticateO
     const tokens = bearerTokens(ctx.get('authorization'));
     let principal: Principal;
     if (sessionToken) principal = await resolver.session(sessionToken);
-    else if (tokens.length > 0 && resolver.bearer) principal = await resolver.bearer.verify(tokens, ctx.headers);
-    else if (tokens.length > 0) throw new AppError('UNAUTHORIZED', { challenges: [challenges.bearerInvalid()] });
+    else if (tokens.length > 0 && resolver.bearer)
+      principal = await resolver.bearer.verify(tokens, ctx.headers);
+    else if (tokens.length > 0)
+      throw new AppError('UNAUTHORIZED', { challenges: [challenges.bearerInvalid()] });
     else throw new AppError('UNAUTHORIZED', { challenges: challenges.missing() });
 
     if (principal.mfaPending && !options.allowMfaPending) {

@@ -30,7 +30,8 @@ export function parseBody(extraTypes: string[] = []) {
     },
   });
   return async function parseBodyMiddleware(ctx: Context, next: Next) {
-    if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES) throw new AppError('REQUEST_ENTITY_TOO_LARGE');
+    if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES)
+      throw new AppError('REQUEST_ENTITY_TOO_LARGE');
     if (hasBody(ctx)) {
       if (!ctx.is('application/json', 'application/x-www-form-urlencoded', ...extraTypes)) {
         throw new AppError('UNSUPPORTED_MEDIA_TYPE', {

@@ -95,7 +95,12 @@ export const apiSessionsRepository = {
   },
 
   async hasActive(db: Db, identityId: string, now: Date): Promise<boolean> {
-    return (await db('api_sessions').where({ identity_id: identityId }).andWhere('expires_at', '>', now).first('id')) !== undefined;
+    return (
+      (await db('api_sessions')
+        .where({ identity_id: identityId })
+        .andWhere('expires_at', '>', now)
+        .first('id')) !== undefined
+    );
   },
 
   async delete(db: Db, id: string): Promise<ApiSession | undefined> {

@@ -101,7 +101,9 @@ async function replaceSigners(db: Db, policyId: string, signerIds: string[]): Pr
   await db('auth_policy_allowed_signers').where({ auth_policy_id: policyId }).delete();
   const unique = [...new Set(signerIds)];
   if (unique.length > 0) {
-    await db('auth_policy_allowed_signers').insert(unique.map((signer_id) => ({ auth_policy_id: policyId, signer_id })));
+    await db('auth_policy_allowed_signers').insert(
+      unique.map((signer_id) => ({ auth_policy_id: policyId, signer_id })),
+    );
   }
 }
 

@@ -54,7 +54,9 @@ export const toAuthenticator = (r: AuthenticatorRow): Authenticator => ({
 });
 
 export type NewAuthenticator = Pick<Authenticator, 'id' | 'identityId' | 'method'> &
-  Partial<Pick<Authenticator, 'username' | 'passwordHash' | 'certFingerprint' | 'certPem' | 'caId' | 'isExtendable'>>;
+  Partial<
+    Pick<Authenticator, 'username' | 'passwordHash' | 'certFingerprint' | 'certPem' | 'caId' | 'isExtendable'>
+  >;
 
 export const authenticatorsRepository = {
   table: (db: Db) => db<AuthenticatorRow>('authenticators'),
@@ -87,12 +89,16 @@ export const authenticatorsRepository = {
   },
 
   async findByFingerprint(db: Db, fingerprint: string): Promise<Authenticator | undefined> {
-    const row = await db<AuthenticatorRow>('authenticators').where({ method: 'cert', cert_fingerprint: fingerprint }).first();
+    const row = await db<AuthenticatorRow>('authenticators')
+      .where({ method: 'cert', cert_fingerprint: fingerprint })
+      .first();
     return row && toAuthenticator(row);
   },
 
   async listForIdentity(db: Db, identityId: string): Promise<Authenticator[]> {
-    const rows = await db<AuthenticatorRow>('authenticators').where({ identity_id: identityId }).orderBy('method');
+    const rows = await db<AuthenticatorRow>('authenticators')
+      .where({ identity_id: identityId })
+      .orderBy('method');
     return rows.map(toAuthenticator);
   },
 

@@ -138,7 +138,12 @@ export const identitiesRepository = {
   },
 
   /** Applies changes; with `bumpGeneration` every token issued so far stops working. */
-  async update(db: Db, id: string, changes: IdentityChanges, bumpGeneration = false): Promise<Identity | undefined> {
+  async update(
+    db: Db,
+    id: string,
+    changes: IdentityChanges,
+    bumpGeneration = false,
+  ): Promise<Identity | undefined> {
     const [row] = await db('identities')
       .where({ id })
       .update({
@@ -165,7 +170,9 @@ export const roleAttributesRepository = {
   async listFor(db: Db, identityIds: string[]): Promise<Map<string, string[]>> {
     const map = new Map<string, string[]>();
     if (identityIds.length === 0) return map;
-    const rows = await db('identity_role_attributes').whereIn('identity_id', identityIds).orderBy('attribute');
+    const rows = await db('identity_role_attributes')
+      .whereIn('identity_id', identityIds)
+      .orderBy('attribute');
     for (const r of rows as { identity_id: string; attribute: string }[]) {
       map.set(r.identity_id, [...(map.get(r.identity_id) ?? []), r.attribute]);
     }
@@ -176,7 +183,9 @@ export const roleAttributesRepository = {
     await db('identity_role_attributes').where({ identity_id: identityId }).delete();
     const unique = [...new Set(attributes)];
     if (unique.length > 0) {
-      await db('identity_role_attributes').insert(unique.map((attribute) => ({ identity_id: identityId, attribute })));
+      await db('identity_role_attributes').insert(
+        unique.map((attribute) => ({ identity_id: identityId, attribute })),
+      );
     }
   },
 };

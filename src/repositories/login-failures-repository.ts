@@ -32,6 +32,9 @@ export const loginFailuresRepository = {
   },
 
   async resetConsecutive(db: Db, identityId: string): Promise<void> {
-    await db('login_failures').where({ identity_id: identityId }).andWhere('consecutive', '>', 0).update({ consecutive: 0 });
+    await db('login_failures')
+      .where({ identity_id: identityId })
+      .andWhere('consecutive', '>', 0)
+      .update({ consecutive: 0 });
   },
 };

@@ -53,24 +53,32 @@ export function currentIdentityRoutes(router: Router, deps: RouteDeps): void {
 
 /** `GET|DELETE /current-api-session` (client API). */
 export function currentSessionRoutes(router: Router, deps: RouteDeps): void {
-  router.get('/current-api-session', authenticate(deps.principals, { allowMfaPending: true }), (ctx: Context) => {
-    const p = principalOf(ctx);
-    sendData(ctx, {
-      id: p.sessionId,
-      identityId: p.identityId,
-      identity: { id: p.identityId, name: p.identityName },
-      isAdmin: p.isAdmin,
-      authMethod: p.kind === 'oidc' ? 'oidc' : p.amr[0],
-      amr: p.amr,
-      configTypes: p.configTypes,
-      isCertExtendable: p.isCertExtendable,
-      isMfaRequired: p.mfaPending,
-      expiresAt: p.expiresAt.toISOString(),
-      expirationSeconds: Math.max(0, Math.floor((p.expiresAt.getTime() - Date.now()) / 1000)),
-    });
-  });
-  router.delete('/current-api-session', authenticate(deps.principals, { allowMfaPending: true }), async (ctx: Context) => {
-    await deps.sessions.end(principalOf(ctx).sessionId);
-    sendEmpty(ctx);
-  });
+  router.get(
+    '/current-api-session',
+    authenticate(deps.principals, { allowMfaPending: true }),
+    (ctx: Context) => {
+      const p = principalOf(ctx);
+      sendData(ctx, {
+        id: p.sessionId,
+        identityId: p.identityId,
+        identity: { id: p.identityId, name: p.identityName },
+        isAdmin: p.isAdmin,
+        authMethod: p.kind === 'oidc' ? 'oidc' : p.amr[0],
+        amr: p.amr,
+        configTypes: p.configTypes,
+        isCertExtendable: p.isCertExtendable,
+        isMfaRequired: p.mfaPending,
+        expiresAt: p.expiresAt.toISOString(),
+        expirationSeconds: Math.max(0, Math.floor((p.expiresAt.getTime() - Date.now()) / 1000)),
+      });
+    },
+  );
+  router.delete(
+    '/current-api-session',
+    authenticate(deps.principals, { allowMfaPending: true }),
+    async (ctx: Context) => {
+      await deps.sessions.end(principalOf(ctx).sessionId);
+      sendEmpty(ctx);
+    },
+  );
 }

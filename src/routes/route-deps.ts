@@ -18,5 +18,7 @@ export interface RouteDeps {
   principals: PrincipalResolver;
   identityView: IdentityView;
   /** Loads one identity by id for `current-identity` and friends. */
-  findIdentity: (id: string) => Promise<import('../repositories/identities-repository.js').Identity | undefined>;
+  findIdentity: (
+    id: string,
+  ) => Promise<import('../repositories/identities-repository.js').Identity | undefined>;
 }

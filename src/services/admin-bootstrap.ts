@@ -19,7 +19,11 @@ const ADMIN_LOCK_KEY = 8319395793566789480n;
  * Creates the first admin (the default admin) when no admin exists (decisions.md §1), under a
  * transaction-scoped advisory lock so that instances starting together create one.
  */
-export async function ensureFirstAdmin(knex: Knex, username: string, password?: string): Promise<BootstrapResult> {
+export async function ensureFirstAdmin(
+  knex: Knex,
+  username: string,
+  password?: string,
+): Promise<BootstrapResult> {
   return knex.transaction(async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(?)', [ADMIN_LOCK_KEY.toString()]);
     if (await identitiesRepository.hasAdmin(trx)) return { created: false, username };

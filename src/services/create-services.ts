@@ -31,7 +31,12 @@ export async function createServices({ config, knex, pki, logger }: ServiceDeps)
   const sessions = createSessionService({ db: knex, sessionTimeout });
   const revocations = createRevocationService({
     retentionSeconds: () =>
-      Math.max(sessionTimeout, oidc?.accessTokenDuration ?? 0, oidc?.refreshTokenDuration ?? 0, oidc?.maxSessionDuration ?? 0),
+      Math.max(
+        sessionTimeout,
+        oidc?.accessTokenDuration ?? 0,
+        oidc?.refreshTokenDuration ?? 0,
+        oidc?.maxSessionDuration ?? 0,
+      ),
   });
   const lockout = createLoginLockout({ knex, revocations });
   const passwordMethod = createPasswordMethod({ knex, lockout });

@@ -44,9 +44,14 @@ export function createIdentityView({ signEnrollmentJwt, now = () => new Date() }
       roleAttributesRepository.listFor(db, ids),
       authenticatorsRepository.listFor(db, ids),
       enrollmentsRepository.listFor(db, ids),
-      ids.length ? db('mfa_totp').whereIn('identity_id', ids).andWhere({ is_verified: true }).select('identity_id') : [],
       ids.length
-        ? db('api_sessions').whereIn('identity_id', ids).andWhere('expires_at', '>', now()).distinct('identity_id')
+        ? db('mfa_totp').whereIn('identity_id', ids).andWhere({ is_verified: true }).select('identity_id')
+        : [],
+      ids.length
+        ? db('api_sessions')
+            .whereIn('identity_id', ids)
+            .andWhere('expires_at', '>', now())
+            .distinct('identity_id')
         : [],
     ]);
     const mfaSet = new Set((mfa as { identity_id: string }[]).map((r) => r.identity_id));

@@ -64,10 +64,14 @@ export async function ensurePki(o: PkiOptions): Promise<PkiMaterial> {
   const hosts = [...new Set(o.hosts)].sort();
   const generated = await o.knex.transaction(async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(?)', [PKI_LOCK_KEY]);
-    const root = await loadOrCreate(trx, o.box, 'pki.root', () => generateRootCa({ commonName: 'svc root CA' }));
+    const root = await loadOrCreate(trx, o.box, 'pki.root', () =>
+      generateRootCa({ commonName: 'svc root CA' }),
+    );
     const signing = o.pki.signingCert
       ? { certPem: readPem(o.pki.signingCert), keyPem: readPem(o.pki.signingKey!) }
-      : await loadOrCreate(trx, o.box, 'pki.signing', () => generateSigningCa(root, { commonName: 'svc signing CA' }));
+      : await loadOrCreate(trx, o.box, 'pki.signing', () =>
+          generateSigningCa(root, { commonName: 'svc signing CA' }),
+        );
     const hostsKey = createHash('sha256').update(hosts.join(',')).digest('hex').slice(0, 16);
     const server = o.tls.cert
       ? { certPem: readPem(o.tls.cert), keyPem: readPem(o.tls.key!) }

@@ -48,10 +48,12 @@ export function createSessionService({ db, sessionTimeout, now = () => new Date(
 
     /** The live session for a token, its expiry slid forward; 401 with the svc-session challenge otherwise. */
     async resolve(token: string): Promise<ApiSession> {
-      const session = token.length <= 256 ? await apiSessionsRepository.findByTokenHash(db, sha256Hex(token)) : undefined;
+      const session =
+        token.length <= 256 ? await apiSessionsRepository.findByTokenHash(db, sha256Hex(token)) : undefined;
       if (!session) throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionInvalid()] });
       const at = now();
-      if (session.expiresAt <= at) throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
+      if (session.expiresAt <= at)
+        throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
       const next = new Date(at.getTime() + timeoutMs);
       if (next.getTime() - session.expiresAt.getTime() < writeSlackMs) return session;
       const touched = await apiSessionsRepository.touch(db, session.id, at, next);

@@ -30,7 +30,8 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
       const counts = await loginFailuresRepository.recordFailure(knex, identity.id, at);
       const { maxAttempts, lockoutDurationMinutes } = policy.primary.updb;
       if (maxAttempts <= 0 || counts.consecutive !== maxAttempts) return;
-      const disabledUntil = lockoutDurationMinutes > 0 ? new Date(at.getTime() + lockoutDurationMinutes * 60_000) : null;
+      const disabledUntil =
+        lockoutDurationMinutes > 0 ? new Date(at.getTime() + lockoutDurationMinutes * 60_000) : null;
       await knex.transaction(async (trx) => {
         await revocations.revokeIdentity(trx, identity.id, { disabled: true, disabledUntil });
         await loginFailuresRepository.resetConsecutive(trx, identity.id);
