@@ -4,21 +4,24 @@ import { AppError } from '../errors/app-error.js';
 import { sendData, sendEmpty } from '../errors/envelope.js';
 import { authenticate, principalOf } from '../middleware/authenticate.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
-import { passwordLoginSchema } from '../schemas/authenticate-schemas.js';
+import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import type { RouteDeps } from './route-deps.js';
+import { primaryLoginsFor } from './primary-logins.js';
 
 /** Legacy session login (decisions.md §4): `POST /authenticate?method=password`. */
 export function authenticateRoutes(router: Router, deps: RouteDeps): void {
+  const primaryLogins = primaryLoginsFor(deps);
   router.post('/authenticate', parseBody(), async (ctx: Context) => {
-    const method = ctx.query.method;
-    if (method !== 'password') {
+    const method = String(ctx.query.method ?? '');
+    const primary = Object.hasOwn(primaryLogins, method) ? primaryLogins[method] : undefined;
+    if (!primary) {
       throw new AppError('COULD_NOT_VALIDATE', {
-        cause: { field: 'method', reason: 'must be one of password, cert, ext-jwt' },
+        cause: { field: 'method', reason: `must be one of ${Object.keys(primaryLogins).join(', ')}` },
       });
     }
-    const input = parseInput(passwordLoginSchema, bodyOf(ctx));
-    const result = await deps.passwordMethod(input.username, input.password);
+    const input = parseInput(loginExtrasSchema, bodyOf(ctx));
+    const result = await primary(ctx);
     const mfaRequired = result.policy.secondary.requireTotp;
     const { session, token } = await deps.sessions.create({
       identityId: result.identity.id,

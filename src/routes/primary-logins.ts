@@ -1,0 +1,22 @@
+import type { Context } from 'koa';
+import { bodyOf } from '../middleware/parse-body.js';
+import { passwordLoginSchema } from '../schemas/authenticate-schemas.js';
+import { parseInput } from '../schemas/parse-input.js';
+import type { PrimaryAuthResult } from '../services/auth/primary-result.js';
+import type { RouteDeps } from './route-deps.js';
+
+export type PrimaryLogin = (ctx: Context) => Promise<PrimaryAuthResult>;
+
+/**
+ * Primary login methods by `method` name (spec 5.2): each reads its credential from the request
+ * (body, TLS socket, Authorization header) and calls its method module. Shared by the legacy
+ * `authenticate` endpoints and the OIDC login endpoints.
+ */
+export function primaryLoginsFor(deps: RouteDeps): Record<string, PrimaryLogin> {
+  return {
+    password: async (ctx) => {
+      const input = parseInput(passwordLoginSchema, bodyOf(ctx));
+      return deps.passwordMethod(input.username, input.password);
+    },
+  };
+}
