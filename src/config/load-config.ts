@@ -157,6 +157,7 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
   if (Boolean(parsed.pki.signingCert) !== Boolean(parsed.pki.signingKey)) {
     throw new ConfigError('pki.signingCert and pki.signingKey: give both or neither');
   }
+  checkInterfacesUnique(parsed.web ?? []);
   const warnings: string[] = [];
   if (parsed.edge) {
     const { durations, warnings: w } = applyTokenDurationRules(parsed.edge.oidc);
@@ -164,4 +165,16 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
     warnings.push(...w);
   }
   return { ...parsed, listeners: resolveListeners(parsed), warnings };
+}
+
+function checkInterfacesUnique(web: NonNullable<ParsedConfig['web']>): void {
+  const owner = new Map<string, string>();
+  for (const listener of web) {
+    for (const iface of new Set(listener.bindPoints.map((b) => b.interface))) {
+      const other = owner.get(iface);
+      if (other)
+        throw new ConfigError(`web: interface ${iface} is used by listeners ${other} and ${listener.name}`);
+      owner.set(iface, listener.name);
+    }
+  }
 }

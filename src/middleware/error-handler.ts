@@ -1,12 +1,11 @@
 import type { Context, Next } from 'koa';
-import { AppError, isAppError, validationError } from '../errors/app-error.js';
+import { AppError, isAppError } from '../errors/app-error.js';
 import { sendError } from '../errors/envelope.js';
 
 interface HttpishError {
   status?: number;
   statusCode?: number;
   type?: string;
-  expose?: boolean;
 }
 
 /** Errors raised by koa-body/raw-body and Koa itself, mapped to our catalog. */
@@ -14,9 +13,6 @@ function fromHttpError(err: HttpishError): AppError | undefined {
   const status = err.status ?? err.statusCode;
   if (status === 413 || err.type === 'entity.too.large') return new AppError('REQUEST_ENTITY_TOO_LARGE');
   if (status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE');
-  if (err.type === 'entity.parse.failed' || (status === 400 && err.expose)) {
-    return validationError('body', 'the request body could not be parsed');
-  }
   if (status === 404) return new AppError('NOT_FOUND');
   if (status === 405) return new AppError('METHOD_NOT_ALLOWED');
   return undefined;

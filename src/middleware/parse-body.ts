@@ -26,7 +26,7 @@ export function parseBody(extraTypes: string[] = []) {
     jsonStrict: true,
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
     onError: (err) => {
-      throw err;
+      throw toBodyError(err as Error & { status?: number; type?: string });
     },
   });
   return async function parseBodyMiddleware(ctx: Context, next: Next) {
@@ -48,6 +48,15 @@ export function parseBody(extraTypes: string[] = []) {
     if (ctx.request.body === undefined) ctx.request.body = {};
     return next();
   };
+}
+
+function toBodyError(err: Error & { status?: number; type?: string }): AppError {
+  if (err.status === 413 || err.type === 'entity.too.large') return new AppError('REQUEST_ENTITY_TOO_LARGE');
+  if (err.status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE');
+  return new AppError('COULD_NOT_VALIDATE', {
+    cause: { field: 'body', reason: 'the request body could not be parsed' },
+    detail: err.message,
+  });
 }
 
 async function readText(ctx: Context): Promise<string> {

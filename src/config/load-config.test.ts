@@ -1,0 +1,162 @@
+import { describe, expect, test } from '@jest/globals';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, envNameOf, loadConfig } from './load-config.js';
+
+function dirWith(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-config-'));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+const load = (env: Record<string, string>, files: Record<string, string> = {}) =>
+  loadConfig({ env, cwd: dirWith(files) });
+
+describe('configuration sources', () => {
+  test('defaults apply when nothing is set', () => {
+    const c = load({});
+    expect(c.address).toBe('127.0.0.1:1280');
+    expect(c.dataDir).toBe('./data');
+    expect(c.edge?.api.sessionTimeout).toBe(1800);
+    expect(c.edge?.oidc).toMatchObject({
+      accessTokenDuration: 1800,
+      idTokenDuration: 1800,
+      refreshTokenDuration: 86400,
+      maxSessionDuration: 720 * 3600,
+      keyRotationGrace: 600,
+    });
+    expect(c.edge?.enrollment.duration).toBe(180 * 60);
+    expect(c.rateLimits).toEqual({ enabled: true, perSecond: 20, burst: 200 });
+    expect(c.warnings).toEqual([]);
+  });
+
+  test('precedence is defaults, then YAML, then .env, then the environment', () => {
+    const yaml =
+      'edge:\n  api: { sessionTimeout: 10m }\n  oidc: { accessTokenDuration: 20m, idTokenDuration: 5m }\nrateLimits: { burst: 50 }\n';
+    const files = {
+      'svc.yaml': yaml,
+      '.env': 'SVC_OIDC_ACCESS_TOKEN_DURATION=15m\nSVC_RATE_LIMITS_BURST=60\n',
+    };
+    const c = load({ SVC_CONFIG: 'svc.yaml', SVC_RATE_LIMITS_BURST: '70' }, files);
+    expect(c.edge?.api.sessionTimeout).toBe(600); // YAML over default
+    expect(c.edge?.oidc.idTokenDuration).toBe(300); // YAML
+    expect(c.edge?.oidc.accessTokenDuration).toBe(900); // .env over YAML
+    expect(c.rateLimits.burst).toBe(70); // environment over .env
+  });
+
+  test('every scalar setting has an SVC_ name derived from its YAML path', () => {
+    expect(envNameOf('edge.api.sessionTimeout')).toBe('SVC_EDGE_API_SESSION_TIMEOUT');
+    expect(envNameOf('edge.api.disableOidcAutoBinding')).toBe('SVC_EDGE_API_DISABLE_OIDC_AUTO_BINDING');
+    const c = load({
+      SVC_EDGE_API_SESSION_TIMEOUT: '90s',
+      SVC_EDGE_API_DISABLE_OIDC_AUTO_BINDING: 'true',
+      SVC_EDGE_OIDC_MAX_SESSION_DURATION: '48h',
+      SVC_EDGE_TOTP_ISSUER: 'Acme',
+      SVC_EDGE_ENROLLMENT_DURATION: '1h',
+      SVC_RATE_LIMITS_ENABLED: 'false',
+      SVC_DATABASE_POOL_MAX: '3',
+    });
+    expect(c.edge?.api).toEqual({ sessionTimeout: 90, disableOidcAutoBinding: true });
+    expect(c.edge?.oidc.maxSessionDuration).toBe(48 * 3600);
+    expect(c.edge?.totp.issuer).toBe('Acme');
+    expect(c.edge?.enrollment.duration).toBe(3600);
+    expect(c.rateLimits.enabled).toBe(false);
+    expect(c.database.poolMax).toBe(3);
+  });
+
+  test('the named variables of decisions §1 are read', () => {
+    const c = load({
+      DATABASE_URL: 'postgres://u@h/db',
+      SVC_DATA_DIR: '/var/lib/svc',
+      SVC_ADVERTISED_ADDRESS: 'ctrl.example.com:443',
+      SVC_OIDC_REDIRECT_URIS: 'https://a.example/cb, https://b.example/cb',
+      SVC_CORS_ORIGINS: 'https://app.example',
+      LOG_LEVEL: 'debug',
+    });
+    expect(c.databaseUrl).toBe('postgres://u@h/db');
+    expect(c.dataDir).toBe('/var/lib/svc');
+    expect(c.edge?.oidc.redirectURIs).toEqual(['https://a.example/cb', 'https://b.example/cb']);
+    expect(c.corsOrigins).toEqual(['https://app.example']);
+    expect(c.logLevel).toBe('debug');
+    expect(c.listeners[0]!.addresses).toEqual(['ctrl.example.com:443']);
+  });
+});
+
+describe('token duration rules (spec 5.5, decisions §9)', () => {
+  test('durations under one minute are raised to one minute with a warning', () => {
+    const c = load({ SVC_OIDC_ACCESS_TOKEN_DURATION: '30s', SVC_OIDC_ID_TOKEN_DURATION: '10s' });
+    expect(c.edge?.oidc.accessTokenDuration).toBe(60);
+    expect(c.edge?.oidc.idTokenDuration).toBe(60);
+    expect(c.warnings).toEqual([
+      'edge.oidc.accessTokenDuration 30s raised to 1m: minimum is 1m (spec 5.5)',
+      'edge.oidc.idTokenDuration 10s raised to 1m: minimum is 1m (spec 5.5)',
+    ]);
+  });
+
+  test('a refresh duration not at least 1m longer than the access duration is raised to access + 1m', () => {
+    const c = load({ SVC_OIDC_ACCESS_TOKEN_DURATION: '2h', SVC_OIDC_REFRESH_TOKEN_DURATION: '2h30s' });
+    expect(c.edge?.oidc.refreshTokenDuration).toBe(2 * 3600 + 60);
+    expect(c.warnings).toEqual([
+      'edge.oidc.refreshTokenDuration 2h30s raised to 2h1m: must be at least 1m longer than accessTokenDuration (spec 5.5)',
+    ]);
+  });
+
+  test('exactly one minute longer is accepted as is', () => {
+    const c = load({ SVC_OIDC_ACCESS_TOKEN_DURATION: '1m', SVC_OIDC_REFRESH_TOKEN_DURATION: '2m' });
+    expect(c.edge?.oidc.refreshTokenDuration).toBe(120);
+    expect(c.warnings).toEqual([]);
+  });
+
+  test('the refresh rule uses the already raised access duration', () => {
+    const c = load({ SVC_OIDC_ACCESS_TOKEN_DURATION: '5s', SVC_OIDC_REFRESH_TOKEN_DURATION: '90s' });
+    expect(c.edge?.oidc.accessTokenDuration).toBe(60);
+    expect(c.edge?.oidc.refreshTokenDuration).toBe(120);
+  });
+});
+
+describe('bad values stop the start with one line naming the key', () => {
+  const message = (env: Record<string, string>, files?: Record<string, string>) => {
+    try {
+      load(env, files);
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      return (err as Error).message;
+    }
+    throw new Error('expected a ConfigError');
+  };
+
+  test('an unparseable duration names its key and variable', () => {
+    expect(message({ SVC_OIDC_ACCESS_TOKEN_DURATION: 'soon' })).toBe(
+      'invalid configuration: edge.oidc.accessTokenDuration (SVC_OIDC_ACCESS_TOKEN_DURATION): "soon" is not a duration (e.g. 90s, 30m, 24h)',
+    );
+  });
+
+  test('a non-boolean, a bad number, a bad address and a short master key are refused', () => {
+    expect(message({ SVC_RATE_LIMITS_ENABLED: 'maybe' })).toMatch(
+      /^invalid configuration: rateLimits\.enabled \(SVC_RATE_LIMITS_ENABLED\)/,
+    );
+    expect(message({ SVC_RATE_LIMITS_BURST: 'lots' })).toMatch(/^invalid configuration: rateLimits\.burst/);
+    expect(message({ SVC_ADDRESS: 'nowhere' })).toMatch(
+      /^invalid configuration: address \(SVC_ADDRESS\): must be host:port/,
+    );
+    expect(message({ SVC_MASTER_KEY: 'c2hvcnQ=' })).toMatch(/^invalid configuration: masterKey/);
+  });
+
+  test('broken YAML names the file and stays on one line', () => {
+    const m = message({ SVC_CONFIG: 'bad.yaml' }, { 'bad.yaml': 'edge: [unclosed\n' });
+    expect(m).toMatch(/^invalid configuration: .*bad\.yaml: /);
+    expect(m).not.toContain('\n');
+  });
+
+  test('a YAML value of the wrong type names its path', () => {
+    const m = message({ SVC_CONFIG: 'c.yaml' }, { 'c.yaml': 'edge:\n  oidc:\n    idTokenDuration: [1]\n' });
+    expect(m).toMatch(/^invalid configuration: edge\.oidc\.idTokenDuration: /);
+  });
+
+  test('a missing YAML file is reported', () => {
+    expect(message({ SVC_CONFIG: 'missing.yaml' })).toMatch(
+      /SVC_CONFIG: cannot read .*missing\.yaml \(ENOENT\)/,
+    );
+  });
+});

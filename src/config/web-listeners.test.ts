@@ -1,0 +1,94 @@
+import { describe, expect, test } from '@jest/globals';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from './load-config.js';
+
+function fromYaml(yaml: string, env: Record<string, string> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-web-'));
+  writeFileSync(join(dir, 'c.yaml'), yaml);
+  return loadConfig({ env: { SVC_CONFIG: 'c.yaml', ...env }, cwd: dir });
+}
+
+const bindings = (c: ReturnType<typeof fromYaml>) =>
+  Object.fromEntries(c.listeners.map((l) => [l.name, [...l.apis.keys()].sort()]));
+
+const twoListeners = (oidcExplicit: boolean, disable = false) => `
+edge:
+  api: { disableOidcAutoBinding: ${disable} }
+web:
+  - name: main
+    bindPoints: [ { interface: 127.0.0.1:1280, address: ctrl.example.com:1280 } ]
+    apis: [ { binding: edge-management }, { binding: edge-client } ]
+  - name: side
+    bindPoints: [ { interface: 127.0.0.1:1281, address: login.example.com:1281 } ]
+    apis: [ { binding: ${oidcExplicit ? 'edge-oidc' : 'edge-client'} } ]
+`;
+
+describe('listener bindings (spec 5.5 rules 2–4)', () => {
+  test('the default listener hosts client and management, with OIDC bound automatically', () => {
+    const c = loadConfig({
+      env: { SVC_ADDRESS: '127.0.0.1:1443' },
+      cwd: mkdtempSync(join(tmpdir(), 'svc-')),
+    });
+    expect(c.listeners).toHaveLength(1);
+    expect([...c.listeners[0]!.apis.keys()].sort()).toEqual(['edge-client', 'edge-management', 'edge-oidc']);
+    expect(c.listeners[0]!.addresses).toEqual(['localhost:1443', '127.0.0.1:1443']);
+    expect(c.listeners[0]!.interfaces).toEqual(['127.0.0.1:1443']);
+  });
+
+  test('auto-binding adds edge-oidc to every listener hosting edge-client', () => {
+    expect(bindings(fromYaml(twoListeners(false)))).toEqual({
+      main: ['edge-client', 'edge-management', 'edge-oidc'],
+      side: ['edge-client', 'edge-oidc'],
+    });
+  });
+
+  test('disableOidcAutoBinding leaves OIDC only where it is listed', () => {
+    expect(bindings(fromYaml(twoListeners(false, true)))).toEqual({
+      main: ['edge-client', 'edge-management'],
+      side: ['edge-client'],
+    });
+    expect(bindings(fromYaml(twoListeners(true, true)))).toEqual({
+      main: ['edge-client', 'edge-management'],
+      side: ['edge-oidc'],
+    });
+  });
+
+  test('an explicit edge-oidc binding suppresses auto-binding', () => {
+    expect(bindings(fromYaml(twoListeners(true)))).toEqual({
+      main: ['edge-client', 'edge-management'],
+      side: ['edge-oidc'],
+    });
+  });
+
+  test('binding options carry the redirect URIs of that listener', () => {
+    const c = fromYaml(`
+edge: {}
+web:
+  - name: oidc-only
+    bindPoints: [ { interface: 0.0.0.0:1281, address: login.example.com:1281 } ]
+    apis: [ { binding: edge-oidc, options: { redirectURIs: ["https://app.example.com/auth/callback"] } } ]
+`);
+    expect(c.listeners[0]!.apis.get('edge-oidc')).toEqual({
+      redirectURIs: ['https://app.example.com/auth/callback'],
+    });
+  });
+
+  test('without an edge section no edge API is served at all (spec §1)', () => {
+    const c = fromYaml(twoListeners(true).replace(/^edge:\n.*\n/m, ''));
+    expect(c.edge).toBeUndefined();
+    expect(bindings(c)).toEqual({ main: [], side: [] });
+  });
+
+  test('two listeners on one interface are refused', () => {
+    expect(() =>
+      fromYaml(`
+edge: {}
+web:
+  - { name: a, bindPoints: [ { interface: 127.0.0.1:1280 } ], apis: [ { binding: edge-client } ] }
+  - { name: b, bindPoints: [ { interface: 127.0.0.1:1280 } ], apis: [ { binding: edge-management } ] }
+`),
+    ).toThrow('invalid configuration: web: interface 127.0.0.1:1280 is used by listeners a and b');
+  });
+});

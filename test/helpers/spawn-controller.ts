@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+
+export interface SpawnedController {
+  child: ChildProcess;
+  port: number;
+  url: string;
+  output: () => string;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+  ca: () => string;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/** Runs `src/main.ts` as its own process, as `npm start` would (through tsx, on the current source). */
+export async function spawnController(
+  env: Record<string, string>,
+  port?: number,
+): Promise<SpawnedController> {
+  const p = port ?? (await freePort());
+  let out = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'src', 'main.ts')], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      SVC_ADDRESS: `127.0.0.1:${p}`,
+      LOG_LEVEL: 'info',
+      SVC_MASTER_KEY: 'c3ZjLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcy0hISE=',
+      SVC_ADMIN_PASSWORD: 'admin-password-1',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    port: p,
+    url: `https://127.0.0.1:${p}`,
+    output: () => out,
+    exited,
+    ca: () => readFileSync(join(env.SVC_DATA_DIR!, 'pki', 'ca.pem'), 'utf8'),
+  };
+}
+
+/** Waits until the process logs that it listens, or exits. */
+export async function waitListening(c: SpawnedController, timeoutMs = 45_000): Promise<void> {
+  const start = Date.now();
+  while (!c.output().includes('controller listening')) {
+    if (c.child.exitCode !== null) throw new Error(`controller exited ${c.child.exitCode}: ${c.output()}`);
+    if (Date.now() - start > timeoutMs) throw new Error(`controller did not start: ${c.output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
