@@ -10,8 +10,11 @@ function fromYaml(yaml: string, env: Record<string, string> = {}) {
   return loadConfig({ env: { SVC_CONFIG: 'c.yaml', ...env }, cwd: dir });
 }
 
+/** Edge bindings per listener (metrics are checked on their own). */
 const bindings = (c: ReturnType<typeof fromYaml>) =>
-  Object.fromEntries(c.listeners.map((l) => [l.name, [...l.apis.keys()].sort()]));
+  Object.fromEntries(
+    c.listeners.map((l) => [l.name, [...l.apis.keys()].filter((b) => b !== 'metrics').sort()]),
+  );
 
 const twoListeners = (oidcExplicit: boolean, disable = false) => `
 edge:
@@ -32,7 +35,12 @@ describe('listener bindings (spec 5.5 rules 2–4)', () => {
       cwd: mkdtempSync(join(tmpdir(), 'svc-')),
     });
     expect(c.listeners).toHaveLength(1);
-    expect([...c.listeners[0]!.apis.keys()].sort()).toEqual(['edge-client', 'edge-management', 'edge-oidc']);
+    expect([...c.listeners[0]!.apis.keys()].sort()).toEqual([
+      'edge-client',
+      'edge-management',
+      'edge-oidc',
+      'metrics',
+    ]);
     expect(c.listeners[0]!.addresses).toEqual(['localhost:1443', '127.0.0.1:1443']);
     expect(c.listeners[0]!.interfaces).toEqual(['127.0.0.1:1443']);
   });
@@ -79,6 +87,17 @@ web:
     const c = fromYaml(twoListeners(true).replace(/^edge:\n.*\n/m, ''));
     expect(c.edge).toBeUndefined();
     expect(bindings(c)).toEqual({ main: [], side: [] });
+  });
+
+  test('metrics are served everywhere unless one listener lists them, and nowhere when disabled', () => {
+    const withMetrics = (c: ReturnType<typeof fromYaml>) =>
+      c.listeners.filter((l) => l.apis.has('metrics')).map((l) => l.name);
+    expect(withMetrics(fromYaml(twoListeners(false)))).toEqual(['main', 'side']);
+    expect(withMetrics(fromYaml(twoListeners(false), { SVC_METRICS_ENABLED: 'false' }))).toEqual([]);
+    const explicit =
+      twoListeners(false) +
+      `  - name: ops\n    bindPoints: [ { interface: 127.0.0.1:9090 } ]\n    apis: [ { binding: metrics } ]\n`;
+    expect(withMetrics(fromYaml(explicit))).toEqual(['ops']);
   });
 
   test('two listeners on one interface are refused', () => {

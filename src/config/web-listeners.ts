@@ -46,6 +46,12 @@ function toSpec(listener: WebListenerConfig): ListenerSpec {
  */
 export function resolveListeners(config: ParsedConfig): ListenerSpec[] {
   const listeners = (config.web ?? [defaultListener(config)]).map(toSpec);
+  // Metrics: wherever a listener lists them, else on every listener; never when disabled.
+  const explicitMetrics = listeners.some((l) => l.apis.has('metrics'));
+  for (const l of listeners) {
+    if (!config.metrics.enabled) l.apis.delete('metrics');
+    else if (!explicitMetrics) l.apis.set('metrics', {});
+  }
   if (!config.edge) {
     for (const l of listeners) for (const b of EDGE_BINDINGS) l.apis.delete(b);
     return listeners;

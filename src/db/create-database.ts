@@ -41,3 +41,14 @@ export function createDatabase(target: DatabaseTarget): Database {
 export function pgliteDir(dataDir: string): string {
   return join(dataDir, 'db');
 }
+
+/** PostgreSQL when `DATABASE_URL` is set, else the embedded database in the data directory. */
+export function databaseFor(config: {
+  databaseUrl?: string;
+  dataDir: string;
+  database: { poolMax: number };
+}): Database {
+  return config.databaseUrl
+    ? createDatabase({ kind: 'pg', connectionString: config.databaseUrl, poolMax: config.database.poolMax })
+    : createDatabase({ kind: 'pglite', dataDir: pgliteDir(config.dataDir) });
+}

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 function isAlive(pid: number): boolean {
@@ -15,6 +15,7 @@ function isAlive(pid: number): boolean {
  * second process off the same data directory. A lock left by a dead process is taken over.
  */
 export function lockDataDir(dir: string): () => void {
+  mkdirSync(dir, { recursive: true });
   const file = join(dir, 'svc.lock');
   for (let attempt = 0; attempt < 2; attempt++) {
     try {

@@ -5,6 +5,8 @@ import type { ListenerSpec } from '../config/web-listeners.js';
 import { requestContext } from '../middleware/request-context.js';
 import { errorHandler, notFound } from '../middleware/error-handler.js';
 import { securityHeaders } from '../middleware/security-headers.js';
+import { cors, createOriginMatcher } from '../middleware/cors.js';
+import type { Metrics } from '../middleware/metrics.js';
 
 export interface ListenerRouters {
   /** Served on every listener: health, well-known. */
@@ -14,15 +16,23 @@ export interface ListenerRouters {
   /** Everything under /oidc and the root discovery document. */
   oidc?: Koa.Middleware;
   metrics?: Router;
+  metricsRecorder?: Metrics;
 }
 
 /** The Koa app of one listener: only the API bindings it lists are reachable (spec 5.5). */
-export function buildKoaApp(spec: ListenerSpec, routers: ListenerRouters, logger: Logger): Koa {
+export function buildKoaApp(
+  spec: ListenerSpec,
+  routers: ListenerRouters,
+  logger: Logger,
+  corsOrigins: string[] = [],
+): Koa {
   const app = new Koa();
   app.silent = true;
   app.use(requestContext(logger.child({ listener: spec.name })));
+  if (routers.metricsRecorder) app.use(routers.metricsRecorder.middleware(spec.name));
   app.use(errorHandler);
   app.use(securityHeaders);
+  app.use(cors(createOriginMatcher(corsOrigins)));
   const mounted: Router[] = [...routers.common];
   if (routers.client && spec.apis.has('edge-client')) mounted.push(routers.client);
   if (routers.management && spec.apis.has('edge-management')) mounted.push(routers.management);

@@ -1,0 +1,58 @@
+import type { Context, Next } from 'koa';
+
+/**
+ * Matches request origins against `scheme://host[:port]` entries, where a `:*` port matches
+ * digits only (decisions.md §5).
+ */
+export function createOriginMatcher(origins: string[]): (origin: string) => boolean {
+  const exact = new Set<string>();
+  const wildcard: string[] = [];
+  for (const o of origins) {
+    if (o.endsWith(':*')) wildcard.push(o.slice(0, -1).toLowerCase());
+    else exact.add(o.toLowerCase());
+  }
+  return (origin) => {
+    const o = origin.toLowerCase();
+    return (
+      exact.has(o) ||
+      wildcard.some((prefix) => o.startsWith(prefix) && /^\d{1,5}$/.test(o.slice(prefix.length)))
+    );
+  };
+}
+
+const ALLOWED_HEADERS = 'authorization, content-type, accept, svc-session, mfa-validation-code';
+const EXPOSED_HEADERS = 'expiration-seconds, expires-at, www-authenticate';
+
+/** Paths that may be called cross-origin (decisions.md §2); never authorization or login pages. */
+export function corsAllowedPath(path: string): boolean {
+  return (
+    path.startsWith('/edge/') ||
+    path === '/.well-known/openid-configuration' ||
+    [
+      '/oidc/token',
+      '/oidc/userinfo',
+      '/oidc/keys',
+      '/oidc/revoke',
+      '/oidc/.well-known/openid-configuration',
+    ].includes(path)
+  );
+}
+
+/** CORS for the allowed origins on the allowed paths; preflights answered here. */
+export function cors(originAllowed: (origin: string) => boolean) {
+  return async function corsMiddleware(ctx: Context, next: Next) {
+    const origin = ctx.get('origin');
+    if (!origin || !corsAllowedPath(ctx.path) || !originAllowed(origin)) return next();
+    ctx.vary('Origin');
+    ctx.set('access-control-allow-origin', origin);
+    ctx.set('access-control-expose-headers', EXPOSED_HEADERS);
+    if (ctx.method === 'OPTIONS' && ctx.get('access-control-request-method')) {
+      ctx.set('access-control-allow-methods', 'GET, POST, PUT, PATCH, DELETE');
+      ctx.set('access-control-allow-headers', ALLOWED_HEADERS);
+      ctx.set('access-control-max-age', '600');
+      ctx.status = 204;
+      return;
+    }
+    return next();
+  };
+}
