@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { pino } from 'pino';
+import { createDatabase, type Database } from '../../src/db/create-database.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { createRevocationState, type RevocationState } from '../../src/services/revocation-state.js';
+import { revocationsRepository } from '../../src/repositories/revocations-repository.js';
+import { createTestDatabaseUrl, usingPostgres } from '../helpers/test-database.js';
+
+const logger = pino({ level: 'silent' });
+const inAnHour = () => new Date(Date.now() + 3600_000);
+
+async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
+  const start = Date.now();
+  while (Date.now() - start < ms) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return check();
+}
+
+describe('revocation state kept in memory', () => {
+  let url: { url: string; drop: () => Promise<void> } | undefined;
+  let writer: Database;
+  let reader: Database;
+  let state: RevocationState;
+
+  beforeAll(async () => {
+    url = await createTestDatabaseUrl();
+    writer = url
+      ? createDatabase({ kind: 'pg', connectionString: url.url, poolMax: 2 })
+      : createDatabase({ kind: 'pglite' });
+    reader = url ? createDatabase({ kind: 'pg', connectionString: url.url, poolMax: 2 }) : writer;
+    await migrateToLatest(writer);
+    state = createRevocationState({ database: reader, logger, pollMs: 1000 });
+    await state.start();
+  });
+  afterAll(async () => {
+    await state.stop();
+    await writer.knex.destroy();
+    if (reader !== writer) await reader.knex.destroy();
+    await url?.drop();
+  });
+
+  test('an ended API session is known within a second, and only that one', async () => {
+    await revocationsRepository.insert(writer.knex, {
+      kind: 'api_session',
+      subject: 'asid-1',
+      generation: null,
+      expiresAt: inAnHour(),
+    });
+    expect(await waitFor(() => state.isSessionRevoked('asid-1'), 1500)).toBe(true);
+    expect(state.isSessionRevoked('asid-2')).toBe(false);
+  });
+
+  test('an identity revocation refuses older generations and keeps newer ones', async () => {
+    await revocationsRepository.insert(writer.knex, {
+      kind: 'identity',
+      subject: 'id-1',
+      generation: 3,
+      expiresAt: inAnHour(),
+    });
+    expect(await waitFor(() => state.isIdentityTokenRevoked('id-1', 2), 1500)).toBe(true);
+    expect(state.isIdentityTokenRevoked('id-1', 3)).toBe(false);
+    expect(state.isIdentityTokenRevoked('id-1', 4)).toBe(false);
+  });
+
+  test('a deleted identity refuses every generation', async () => {
+    await revocationsRepository.insert(writer.knex, {
+      kind: 'identity',
+      subject: 'id-2',
+      generation: null,
+      expiresAt: inAnHour(),
+    });
+    expect(await waitFor(() => state.isIdentityTokenRevoked('id-2', 1_000_000), 1500)).toBe(true);
+  });
+
+  test('expired revocations are forgotten', async () => {
+    await revocationsRepository.insert(writer.knex, {
+      kind: 'api_session',
+      subject: 'asid-old',
+      generation: null,
+      expiresAt: new Date(Date.now() - 1000),
+    });
+    await state.refresh();
+    expect(state.isSessionRevoked('asid-old')).toBe(false);
+  });
+
+  (usingPostgres ? test : test.skip)('a notification arrives faster than the poll', async () => {
+    const slow = createRevocationState({ database: reader, logger, pollMs: 60_000 });
+    await slow.start();
+    try {
+      await revocationsRepository.insert(writer.knex, {
+        kind: 'api_session',
+        subject: 'asid-notify',
+        generation: null,
+        expiresAt: inAnHour(),
+      });
+      expect(await waitFor(() => slow.isSessionRevoked('asid-notify'), 1000)).toBe(true);
+    } finally {
+      await slow.stop();
+    }
+  });
+
+  (usingPostgres ? test : test.skip)('killing the listener connection loses no revocation', async () => {
+    const pid = state.listenerPid();
+    expect(pid).toBeDefined();
+    await writer.knex.raw('SELECT pg_terminate_backend(?)', [pid]);
+    await revocationsRepository.insert(writer.knex, {
+      kind: 'api_session',
+      subject: 'asid-cut',
+      generation: null,
+      expiresAt: inAnHour(),
+    });
+    expect(await waitFor(() => state.isSessionRevoked('asid-cut'), 1500)).toBe(true);
+    expect(await waitFor(() => state.listenerPid() !== undefined && state.listenerPid() !== pid, 5000)).toBe(
+      true,
+    );
+    await revocationsRepository.insert(writer.knex, {
+      kind: 'api_session',
+      subject: 'asid-after',
+      generation: null,
+      expiresAt: inAnHour(),
+    });
+    expect(await waitFor(() => state.isSessionRevoked('asid-after'), 1500)).toBe(true);
+  });
+});
