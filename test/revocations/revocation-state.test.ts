@@ -104,7 +104,7 @@ describe('revocation state kept in memory', () => {
   (usingPostgres ? test : test.skip)('killing the listener connection loses no revocation', async () => {
     const pid = state.listenerPid();
     expect(pid).toBeDefined();
-    await writer.knex.raw('SELECT pg_terminate_backend(?)', [pid]);
+    await writer.knex.raw('SELECT pg_terminate_backend(?)', [pid!]);
     await revocationsRepository.insert(writer.knex, {
       kind: 'api_session',
       subject: 'asid-cut',
