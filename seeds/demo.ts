@@ -1,7 +1,10 @@
 import type { Knex } from 'knex';
 import { hashPassword } from '../src/crypto/passwords.js';
 import { newId } from '../src/crypto/random.js';
-import { authPoliciesRepository, type AuthPolicyInput } from '../src/repositories/auth-policies-repository.js';
+import {
+  authPoliciesRepository,
+  type AuthPolicyInput,
+} from '../src/repositories/auth-policies-repository.js';
 import { authenticatorsRepository } from '../src/repositories/authenticators-repository.js';
 import { identitiesRepository, roleAttributesRepository } from '../src/repositories/identities-repository.js';
 

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from './config/load-config.js';
-import { createDatabase, pgliteDir, type Database } from './db/create-database.js';
+import { databaseFor, type Database } from './db/create-database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { resolveMasterKey } from './crypto/master-key.js';
@@ -14,6 +14,8 @@ import { ensurePki, type PkiMaterial } from './services/pki-service.js';
 import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstrap.js';
 import { createServices, type Services } from './services/create-services.js';
 import { buildKoaApp } from './listeners/build-koa-app.js';
+import type { ListenerSpec } from './config/web-listeners.js';
+import { DEFAULT_REDIRECT_URIS, originsOf } from './oidc/uri-patterns.js';
 import {
   closeServer,
   listenHttps,
@@ -24,6 +26,9 @@ import {
 import { healthRoutes } from './routes/health-routes.js';
 import { wellKnownRoutes } from './routes/well-known-routes.js';
 import { edgeRouters } from './routes/edge-routers.js';
+import { oidcMiddleware } from './routes/oidc-routes.js';
+import { metricsRoutes } from './routes/metrics-routes.js';
+import { createMetrics } from './middleware/metrics.js';
 
 export interface RunningListener {
   name: string;
@@ -44,15 +49,11 @@ export interface App {
   close(): Promise<void>;
 }
 
-function databaseFor(config: Config): Database {
-  if (config.databaseUrl) {
-    return createDatabase({
-      kind: 'pg',
-      connectionString: config.databaseUrl,
-      poolMax: config.database.poolMax,
-    });
-  }
-  return createDatabase({ kind: 'pglite', dataDir: pgliteDir(config.dataDir) });
+/** CORS: origins of the listener's redirect URI patterns plus SVC_CORS_ORIGINS (decisions.md §2). */
+function corsOriginsFor(config: Config, spec: ListenerSpec): string[] {
+  const patterns =
+    spec.apis.get('edge-oidc')?.redirectURIs ?? config.edge?.oidc.redirectURIs ?? DEFAULT_REDIRECT_URIS;
+  return [...originsOf(patterns), ...config.corsOrigins];
 }
 
 function certificateHosts(config: Config): string[] {
@@ -102,9 +103,18 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
     const services = await createServices({ config, knex, box, pki, logger });
     cleanups.unshift(() => services.stop());
     const common: Router[] = [healthRoutes(knex), wellKnownRoutes(pki)];
-    const edge = config.edge ? edgeRouters(services.routeDeps) : {};
+    const metricsRecorder = createMetrics();
+    const metrics = metricsRoutes(metricsRecorder);
+    const edge = config.edge
+      ? { ...edgeRouters(services.routeDeps), oidc: oidcMiddleware(services.routeDeps) }
+      : {};
     for (const [i, spec] of config.listeners.entries()) {
-      const app = buildKoaApp(spec, { common, ...edge }, logger);
+      const app = buildKoaApp(
+        spec,
+        { common, ...edge, metrics, metricsRecorder },
+        logger,
+        corsOriginsFor(config, spec),
+      );
       const handler = app.callback();
       for (const s of listeners[i]!.servers) s.server.on('request', handler);
     }

@@ -13,6 +13,15 @@ export const errorCatalog = {
   INVALID_ENROLLMENT_TOKEN: { status: 400, message: 'the enrollment token is not valid' },
   ENROLLMENT_EXPIRED: { status: 400, message: 'the enrollment token has expired' },
   INVALID_ENROLL_METHOD: { status: 400, message: 'the enrollment method does not match the token' },
+  // OTTCA completion (names as in the model service, ziti-facts.md §4).
+  ENROLLMENT_CA_NOT_VALID: {
+    status: 400,
+    message: 'the CA of this enrollment is not verified or does not allow OTTCA enrollment',
+  },
+  CERTIFICATE_FAILED_VALIDATION: {
+    status: 400,
+    message: 'the client certificate was missing or not issued by the enrollment CA',
+  },
   CANNOT_DELETE_DEFAULT_ADMIN: { status: 400, message: 'the default admin cannot be deleted' },
   INVALID_AUTH: { status: 401, message: 'the authentication request failed' },
   UNAUTHORIZED: {

@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { runListQuery, type ListQuery } from './list-query.js';
 
 export interface AuthPolicy {
   id: string;
@@ -48,6 +49,15 @@ export const authPolicyListFields = {
   id: { column: 'id', type: 'string' },
   name: { column: 'name', type: 'string' },
   createdAt: { column: 'created_at', type: 'datetime' },
+  updatedAt: { column: 'updated_at', type: 'datetime' },
+} as const;
+
+/** Named constraints the policy service maps to 404/409 (decisions.md §3). */
+export const policyConstraints = {
+  nameUnique: 'auth_policies__name_unique',
+  identityFk: 'identities__auth_policy_id_fk',
+  secondarySignerFk: 'auth_policies__secondary_require_ext_jwt_signer_id_fk',
+  allowedSignerFk: 'auth_policy_allowed_signers__signer_id_fk',
 } as const;
 
 const toPolicy = (r: AuthPolicyRow, allowedSigners: string[]): AuthPolicy => ({
@@ -115,6 +125,12 @@ export const authPoliciesRepository = {
     return row && toPolicy(row, (await signersOf(db, [id])).get(id) ?? []);
   },
 
+  /** Reads the policy and locks its row until the transaction ends (read-modify-write of PATCH). */
+  async findForUpdate(db: Db, id: string): Promise<AuthPolicy | undefined> {
+    const row = await db<AuthPolicyRow>('auth_policies').where({ id }).forUpdate().first();
+    return row && toPolicy(row, (await signersOf(db, [id])).get(id) ?? []);
+  },
+
   /** Maps rows of a list query to policies (one extra query for the allowed signers). */
   async hydrate(db: Db, rows: AuthPolicyRow[]): Promise<AuthPolicy[]> {
     const signers = await signersOf(
@@ -122,6 +138,12 @@ export const authPoliciesRepository = {
       rows.map((r) => r.id),
     );
     return rows.map((r) => toPolicy(r, signers.get(r.id) ?? []));
+  },
+
+  /** One page of policies for a list query (decisions.md §2), with the total count. */
+  async list(db: Db, q: ListQuery): Promise<{ items: AuthPolicy[]; totalCount: number }> {
+    const { rows, totalCount } = await runListQuery<AuthPolicyRow>(db('auth_policies').select('*'), q, 'id');
+    return { items: await authPoliciesRepository.hydrate(db, rows), totalCount };
   },
 
   /** Writes the policy and its allowed signers; run inside a transaction. */
@@ -140,6 +162,28 @@ export const authPoliciesRepository = {
   },
 
   async delete(db: Db, id: string): Promise<boolean> {
-    return (await db('auth_policies').where({ id }).delete()) > 0;
+    // `returning`: knex-pglite answers a bare delete with a result object, not a row count.
+    const rows = await db('auth_policies').where({ id }).delete().returning('id');
+    return rows.length > 0;
+  },
+
+  /** Ids of the identities governed by the policy (their sessions end when `secondary` changes). */
+  async identityIdsUsing(db: Db, policyId: string): Promise<string[]> {
+    const rows = await db('identities').where({ auth_policy_id: policyId }).orderBy('id').select('id');
+    return (rows as { id: string }[]).map((r) => r.id);
+  },
+
+  async isInUse(db: Db, policyId: string): Promise<boolean> {
+    return (await db('identities').where({ auth_policy_id: policyId }).first('id')) !== undefined;
+  },
+
+  /** Whether any policy names the signer, as an allowed primary signer or as its secondary factor. */
+  async usesSigner(db: Db, signerId: string): Promise<boolean> {
+    const allowed = await db('auth_policy_allowed_signers').where({ signer_id: signerId }).first('signer_id');
+    if (allowed) return true;
+    const secondary = await db('auth_policies')
+      .where({ secondary_require_ext_jwt_signer_id: signerId })
+      .first('id');
+    return secondary !== undefined;
   },
 };

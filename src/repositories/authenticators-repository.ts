@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { runListQuery, type ListQuery } from './list-query.js';
 
 export type AuthenticatorMethod = 'updb' | 'cert';
 
@@ -106,6 +107,15 @@ export const authenticatorsRepository = {
     if (identityIds.length === 0) return [];
     const rows = await db<AuthenticatorRow>('authenticators').whereIn('identity_id', identityIds);
     return rows.map(toAuthenticator);
+  },
+
+  async list(db: Db, q: ListQuery): Promise<{ items: Authenticator[]; totalCount: number }> {
+    const { rows, totalCount } = await runListQuery<AuthenticatorRow>(
+      db('authenticators').select('*'),
+      q,
+      'id',
+    );
+    return { items: rows.map(toAuthenticator), totalCount };
   },
 
   async setPassword(db: Db, id: string, passwordHash: string): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { runListQuery, type ListQuery } from './list-query.js';
 
 export type EnrollmentMethod = 'ott' | 'ottca' | 'updb';
 
@@ -77,10 +78,35 @@ export const enrollmentsRepository = {
     return rows.map(toEnrollment);
   },
 
-  /** Consumes a token in one statement: exactly one caller gets the row (a used token is gone). */
-  async consume(db: Db, token: string): Promise<Enrollment | undefined> {
-    const [row] = await db('enrollments').where({ token }).delete().returning('*');
+  /**
+   * Consumes a token in one statement: exactly one caller gets the row (a used token is gone).
+   * With `method`/`validAt`, only a token of that method that has not expired at that time.
+   */
+  async consume(
+    db: Db,
+    token: string,
+    only: { method?: EnrollmentMethod; validAt?: Date } = {},
+  ): Promise<Enrollment | undefined> {
+    const q = db('enrollments').where({ token });
+    if (only.method !== undefined) q.andWhere({ method: only.method });
+    if (only.validAt !== undefined) q.andWhere('expires_at', '>', only.validAt);
+    const [row] = await q.delete().returning('*');
     return row && toEnrollment(row);
+  },
+
+  async list(db: Db, q: ListQuery): Promise<{ items: Enrollment[]; totalCount: number }> {
+    const { rows, totalCount } = await runListQuery<EnrollmentRow>(db('enrollments').select('*'), q, 'id');
+    return { items: rows.map(toEnrollment), totalCount };
+  },
+
+  async listForIdentity(db: Db, identityId: string): Promise<Enrollment[]> {
+    const rows = await db<EnrollmentRow>('enrollments').where({ identity_id: identityId }).orderBy('method');
+    return rows.map(toEnrollment);
+  },
+
+  /** Whether a pending UPDB enrollment already reserves `username`. */
+  async isUsernameReserved(db: Db, username: string): Promise<boolean> {
+    return (await db('enrollments').where({ method: 'updb', username }).first('id')) !== undefined;
   },
 
   async updateExpiry(db: Db, id: string, expiresAt: Date): Promise<Enrollment | undefined> {

@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { runListQuery, type ListQuery } from './list-query.js';
 
 export type IdentityType = 'User' | 'Device' | 'Service' | 'Default';
 
@@ -121,6 +122,28 @@ export const identitiesRepository = {
   async findById(db: Db, id: string): Promise<Identity | undefined> {
     const row = await db<IdentityRow>('identities').where({ id }).first();
     return row && toIdentity(row);
+  },
+
+  /** Reads and row-locks an identity, so that checks and changes made in `db` see one state. */
+  async findByIdForUpdate(db: Db, id: string): Promise<Identity | undefined> {
+    const row = await db<IdentityRow>('identities').where({ id }).forUpdate().first();
+    return row && toIdentity(row);
+  },
+
+  /** One page of a list query over identities (decisions.md §2), ties broken by id. */
+  async list(db: Db, q: ListQuery): Promise<{ items: Identity[]; totalCount: number }> {
+    const { rows, totalCount } = await runListQuery<IdentityRow>(db('identities').select('*'), q, 'id');
+    return { items: rows.map(toIdentity), totalCount };
+  },
+
+  /**
+   * Admin reset of TOTP (decisions.md §3 `DELETE /identities/{id}/mfa`): the configuration and its
+   * recovery codes go; the identity enrolls again on its next login.
+   */
+  async deleteMfa(db: Db, identityId: string): Promise<number> {
+    const codes = await db('mfa_recovery_codes').where({ identity_id: identityId }).delete();
+    const totp = await db('mfa_totp').where({ identity_id: identityId }).delete();
+    return codes + totp;
   },
 
   async findByExternalId(db: Db, externalId: string): Promise<Identity | undefined> {

@@ -7,8 +7,13 @@ export interface FailureCounts {
 
 const HOUR_MS = 3600_000;
 
-/** Failed primary logins per identity, counted by single atomic statements (anchors.md pitfall 3). */
+/**
+ * Failed primary logins per identity, counted by single atomic statements (anchors.md pitfall 3).
+ * An attempt is counted BEFORE its password is checked and given back when it succeeds, so that
+ * parallel requests cannot test more passwords than the limits allow (Zitadel GHSA-7h8m-vrxx-vr4m).
+ */
 export const loginFailuresRepository = {
+  /** Counts one attempt as a failure (consecutive and in the hourly window); returns the new counts. */
   async recordFailure(db: Db, identityId: string, now: Date): Promise<FailureCounts> {
     const windowStart = new Date(now.getTime() - HOUR_MS);
     const { rows } = await db.raw(
@@ -31,10 +36,28 @@ export const loginFailuresRepository = {
     return { consecutive: row.consecutive, inWindow: fresh ? row.in_window : 0 };
   },
 
-  async resetConsecutive(db: Db, identityId: string): Promise<void> {
+  /** A successful login: the attempt counted in advance was no failure, and the run is broken. */
+  async releaseSuccess(db: Db, identityId: string): Promise<void> {
+    await db('login_failures')
+      .where({ identity_id: identityId })
+      .update({ consecutive: 0, in_window: db.raw('GREATEST(in_window - 1, 0)') });
+  },
+
+  /** Takes back the consecutive part of an attempt (a locked identity's attempts do not extend its run). */
+  async releaseConsecutive(db: Db, identityId: string): Promise<void> {
     await db('login_failures')
       .where({ identity_id: identityId })
       .andWhere('consecutive', '>', 0)
-      .update({ consecutive: 0 });
+      .update({ consecutive: db.raw('consecutive - 1') });
+  },
+
+  /** Ends a run of at least `limit` failures; true for the one caller whose statement ended it. */
+  async endRunIfAtLeast(db: Db, identityId: string, limit: number): Promise<boolean> {
+    const rows = await db('login_failures')
+      .where({ identity_id: identityId })
+      .andWhere('consecutive', '>=', limit)
+      .update({ consecutive: 0 })
+      .returning('identity_id');
+    return rows.length > 0;
   },
 };

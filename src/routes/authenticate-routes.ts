@@ -5,11 +5,30 @@ import { sendData, sendEmpty } from '../errors/envelope.js';
 import { authenticate, principalOf } from '../middleware/authenticate.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
+import { mfaCodeSchema } from '../schemas/mfa-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import type { RouteDeps } from './route-deps.js';
+import { completeSessionMfa } from './mfa-routes.js';
 import { primaryLoginsFor } from './primary-logins.js';
 
-/** Legacy session login (decisions.md §4): `POST /authenticate?method=password`. */
+/**
+ * The TOTP query of a legacy session (decisions.md §4, exactly). `httpUrl` is relative to the
+ * authenticate URL, so `authenticate/mfa` is served by the client and the management API alike.
+ */
+export const LEGACY_MFA_QUERY = {
+  typeId: 'MFA',
+  format: 'numeric',
+  httpMethod: 'POST',
+  httpUrl: './authenticate/mfa',
+  minLength: 6,
+  maxLength: 6,
+  provider: 'svc',
+} as const;
+
+/**
+ * Legacy session login (decisions.md §4): `POST /authenticate?method=password|cert|ext-jwt`, and
+ * `POST /authenticate/mfa` for the TOTP step it may leave owed.
+ */
 export function authenticateRoutes(router: Router, deps: RouteDeps): void {
   const primaryLogins = primaryLoginsFor(deps);
   router.post('/authenticate', parseBody(), async (ctx: Context) => {
@@ -22,7 +41,7 @@ export function authenticateRoutes(router: Router, deps: RouteDeps): void {
     }
     const input = parseInput(loginExtrasSchema, bodyOf(ctx));
     const result = await primary(ctx);
-    const mfaRequired = result.policy.secondary.requireTotp;
+    const mfaRequired = await deps.totp.isRequired(result.identity.id, result.policy);
     const { session, token } = await deps.sessions.create({
       identityId: result.identity.id,
       amr: result.amr,
@@ -39,9 +58,22 @@ export function authenticateRoutes(router: Router, deps: RouteDeps): void {
       expirationSeconds: Math.floor((session.expiresAt.getTime() - Date.now()) / 1000),
       isMfaRequired: mfaRequired,
       isMfaComplete: false,
-      authQueries: [],
+      authQueries: mfaRequired ? [LEGACY_MFA_QUERY] : [],
     });
   });
+
+  router.post(
+    '/authenticate/mfa',
+    authenticate(deps.principals, { allowMfaPending: true }),
+    parseBody(),
+    async (ctx: Context) => {
+      const { code } = parseInput(mfaCodeSchema, bodyOf(ctx));
+      const principal = principalOf(ctx);
+      await deps.totp.verifyLoginCode(principal.identityId, code, { invalidCode: 'MFA_INVALID_TOKEN' });
+      await completeSessionMfa(deps, principal);
+      sendEmpty(ctx);
+    },
+  );
 }
 
 /** `GET /current-identity`: the caller's identity detail. */

@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
+import { bearerTokens } from '../middleware/authenticate.js';
 import { bodyOf } from '../middleware/parse-body.js';
+import { peerCertificateChain } from '../listeners/peer-certificates.js';
 import { passwordLoginSchema } from '../schemas/authenticate-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import type { PrimaryAuthResult } from '../services/auth/primary-result.js';
@@ -18,5 +20,8 @@ export function primaryLoginsFor(deps: RouteDeps): Record<string, PrimaryLogin> 
       const input = parseInput(passwordLoginSchema, bodyOf(ctx));
       return deps.passwordMethod(input.username, input.password);
     },
+    // The certificate comes from the TLS handshake; the body carries nothing (spec 4.2 note 1).
+    cert: (ctx) => deps.certMethod(peerCertificateChain(ctx)),
+    'ext-jwt': (ctx) => deps.extJwtMethod.authenticatePrimary(bearerTokens(ctx.get('authorization'))),
   };
 }

@@ -8,6 +8,7 @@ import type { Principal } from '../middleware/principal.js';
 import type { PrincipalResolver } from '../middleware/authenticate.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
 import type { RouteDeps } from '../routes/route-deps.js';
+import { createRateLimiter } from '../middleware/rate-limit.js';
 import { createSessionService } from './session-service.js';
 import { createRevocationService } from './revocation-service.js';
 import { createLoginLockout } from './auth/login-lockout.js';
@@ -15,6 +16,19 @@ import { createPasswordMethod } from './auth/password-method.js';
 import { isDisabled } from './auth/identity-status.js';
 import { createIdentityView } from './identity-view.js';
 import type { PkiMaterial } from './pki-service.js';
+import { createTotpService } from './mfa/totp-service.js';
+import { createEnrollmentJwtSigner } from './enrollment-jwt.js';
+import { createEnrollmentService } from './enrollment-service.js';
+import { createIdentityService } from './identity-service.js';
+import { createAuthenticatorService } from './authenticator-service.js';
+import { createEnrollmentCompletion } from './enrollment-completion.js';
+import { createPolicyService } from './policy-service.js';
+import { createSignerService } from './signer-service.js';
+import { createCaService } from './ca-service.js';
+import { createCertMethod } from './auth/cert-method.js';
+import { createExtJwtMethod } from './auth/ext-jwt-method.js';
+import { createJwksCache } from './auth/jwks-cache.js';
+import { createOidc } from '../oidc/create-oidc.js';
 
 export interface ServiceDeps {
   config: Config;
@@ -25,7 +39,7 @@ export interface ServiceDeps {
 }
 
 /** Wires services together; every dependency is passed explicitly (architecture.md). */
-export async function createServices({ config, knex, pki, logger }: ServiceDeps) {
+export async function createServices({ config, knex, box, pki, logger }: ServiceDeps) {
   const sessionTimeout = config.edge?.api.sessionTimeout ?? 1800;
   const oidc = config.edge?.oidc;
   const sessions = createSessionService({ db: knex, sessionTimeout });
@@ -40,7 +54,29 @@ export async function createServices({ config, knex, pki, logger }: ServiceDeps)
   });
   const lockout = createLoginLockout({ knex, revocations });
   const passwordMethod = createPasswordMethod({ knex, lockout });
-  const identityView = createIdentityView({ signEnrollmentJwt: async () => '' });
+  const policies = createPolicyService({ knex, revocations });
+  const signers = createSignerService({ knex });
+  const cas = createCaService({ knex });
+  const certMethod = createCertMethod({ knex, pki });
+  const extJwtMethod = createExtJwtMethod({ knex, jwks: createJwksCache() });
+  const signEnrollmentJwt = createEnrollmentJwtSigner({
+    server: pki.server,
+    // decisions.md §3: iss is the advertised address of the first listener hosting edge-client.
+    issuer: () => {
+      const listener = config.listeners.find((l) => l.apis.has('edge-client')) ?? config.listeners[0];
+      return `https://${listener?.addresses[0] ?? config.address}`;
+    },
+  });
+  const identityView = createIdentityView({ signEnrollmentJwt });
+  const enrollments = createEnrollmentService({
+    knex,
+    enrollmentDuration: config.edge?.enrollment.duration ?? 10_800,
+    signJwt: signEnrollmentJwt,
+  });
+  const identities = createIdentityService({ knex, revocations, enrollments, view: identityView });
+  const authenticators = createAuthenticatorService({ knex });
+  const enroll = createEnrollmentCompletion({ knex, pki, trustDomain: config.pki.trustDomain });
+  const totp = createTotpService({ knex, box, issuer: config.edge?.totp.issuer ?? 'svc' });
 
   const principals: PrincipalResolver = {
     async session(token: string): Promise<Principal> {
@@ -73,8 +109,28 @@ export async function createServices({ config, knex, pki, logger }: ServiceDeps)
     passwordMethod,
     principals,
     identityView,
+    totp,
+    identities,
+    enrollments,
+    authenticators,
+    enroll,
+    policies,
+    signers,
+    cas,
+    certMethod,
+    extJwtMethod,
+    loginLimiter: createRateLimiter(config.rateLimits),
     findIdentity: (id) => identitiesRepository.findById(knex, id),
   };
+
+  // OIDC provider, signing keys and the first bearer authenticator (issue 4; engineer D).
+  const oidcProvider = config.edge
+    ? await createOidc({ config, knex, box, logger, revocations, findIdentity: routeDeps.findIdentity })
+    : undefined;
+  if (oidcProvider) {
+    principals.bearer = oidcProvider.verifier.bearer;
+    routeDeps.oidc = oidcProvider;
+  }
 
   const janitor = setInterval(() => {
     void knex('api_sessions')
@@ -87,9 +143,11 @@ export async function createServices({ config, knex, pki, logger }: ServiceDeps)
   return {
     sessions,
     revocations,
+    totp,
     routeDeps,
     async stop() {
       clearInterval(janitor);
+      oidcProvider?.stop();
     },
   };
 }

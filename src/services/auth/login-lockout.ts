@@ -13,34 +13,61 @@ export interface LoginLockoutDeps {
   now?: () => Date;
 }
 
+/** One password attempt, counted before its password is checked. */
+export interface LoginAttempt {
+  identityId: string;
+  /** This attempt's place in the run of consecutive failures (1 = first). */
+  consecutive: number;
+  inWindow: number;
+  /** Past `maxAttempts` or the hourly ceiling: refused whatever the password. */
+  refused: boolean;
+}
+
 /**
  * The policy's maxAttempts/lockoutDurationMinutes, counted atomically in the database so that
- * parallel requests and other instances agree. Locking disables the identity, which ends its
- * sessions like an admin's disable.
+ * parallel requests and other instances agree (decisions.md §7). Each attempt takes its number
+ * before the (slow) password check: with maxAttempts 5, twenty parallel guesses test at most five
+ * passwords. Locking disables the identity, which ends its sessions like an admin's disable.
  */
 export function createLoginLockout({ knex, revocations, now = () => new Date() }: LoginLockoutDeps) {
   return {
-    async isOverHourlyCeiling(identityId: string): Promise<boolean> {
-      const counts = await loginFailuresRepository.get(knex, identityId, now());
-      return counts.inWindow >= HOURLY_FAILURE_CEILING;
+    async begin(identityId: string, policy: AuthPolicy): Promise<LoginAttempt> {
+      const counts = await loginFailuresRepository.recordFailure(knex, identityId, now());
+      const { maxAttempts } = policy.primary.updb;
+      const refused =
+        counts.inWindow > HOURLY_FAILURE_CEILING || (maxAttempts > 0 && counts.consecutive > maxAttempts);
+      return { identityId, ...counts, refused };
     },
 
-    async recordFailure(identity: Identity, policy: AuthPolicy): Promise<void> {
-      const at = now();
-      const counts = await loginFailuresRepository.recordFailure(knex, identity.id, at);
+    async succeed(attempt: LoginAttempt): Promise<void> {
+      await loginFailuresRepository.releaseSuccess(knex, attempt.identityId);
+    },
+
+    /**
+     * A failed or refused attempt stays counted. An identity already locked or disabled gains no
+     * new run. Any attempt that reaches `maxAttempts` may lock, but one atomic statement lets only
+     * the first of them do it, so parallel failures lock once.
+     */
+    async fail(
+      identity: Identity,
+      policy: AuthPolicy,
+      attempt: LoginAttempt,
+      locked: boolean,
+    ): Promise<void> {
+      if (locked) {
+        await loginFailuresRepository.releaseConsecutive(knex, identity.id);
+        return;
+      }
       const { maxAttempts, lockoutDurationMinutes } = policy.primary.updb;
-      if (maxAttempts <= 0 || counts.consecutive !== maxAttempts) return;
+      if (maxAttempts <= 0 || attempt.consecutive < maxAttempts) return;
       const disabledUntil =
-        lockoutDurationMinutes > 0 ? new Date(at.getTime() + lockoutDurationMinutes * 60_000) : null;
-      await knex.transaction(async (trx) => {
+        lockoutDurationMinutes > 0 ? new Date(now().getTime() + lockoutDurationMinutes * 60_000) : null;
+      const lockedNow = await knex.transaction(async (trx) => {
+        if (!(await loginFailuresRepository.endRunIfAtLeast(trx, identity.id, maxAttempts))) return false;
         await revocations.revokeIdentity(trx, identity.id, { disabled: true, disabledUntil });
-        await loginFailuresRepository.resetConsecutive(trx, identity.id);
+        return true;
       });
-      revocations.afterCommit();
-    },
-
-    async recordSuccess(identityId: string): Promise<void> {
-      await loginFailuresRepository.resetConsecutive(knex, identityId);
+      if (lockedNow) revocations.afterCommit();
     },
   };
 }

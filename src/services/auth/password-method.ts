@@ -21,23 +21,34 @@ const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail })
  * identity, method not allowed by the policy — is the same 401 after the same Argon2id work.
  */
 export function createPasswordMethod({ knex, lockout, now = () => new Date() }: PasswordMethodDeps) {
+  async function target(identityId: string) {
+    const identity = await identitiesRepository.findById(knex, identityId);
+    const policy = identity && (await authPoliciesRepository.findById(knex, identity.authPolicyId));
+    return identity && policy ? { identity, policy } : undefined;
+  }
+
   return async function authenticatePassword(username: string, password: string): Promise<PrimaryAuthResult> {
     const authenticator = await authenticatorsRepository.findByUsername(knex, username);
-    const passwordOk = await verifyPassword(authenticator?.passwordHash, password);
-    if (!authenticator) throw invalidAuth('unknown username');
-
-    const identity = await identitiesRepository.findById(knex, authenticator.identityId);
-    const policy = identity && (await authPoliciesRepository.findById(knex, identity.authPolicyId));
-    if (!identity || !policy) throw invalidAuth('identity vanished');
-    if (isDisabled(identity, now())) throw invalidAuth('identity disabled or locked');
-    if (!policy.primary.updb.allowed) throw invalidAuth('policy does not allow UPDB');
-    if (await lockout.isOverHourlyCeiling(identity.id)) throw invalidAuth('hourly failure ceiling reached');
-    if (!passwordOk) {
-      await lockout.recordFailure(identity, policy);
-      throw invalidAuth('wrong password');
+    const found = authenticator && (await target(authenticator.identityId));
+    if (!authenticator || !found || !found.policy.primary.updb.allowed) {
+      await verifyPassword(undefined, password);
+      throw invalidAuth(authenticator ? 'policy does not allow UPDB' : 'unknown username');
     }
-    await lockout.recordSuccess(identity.id);
-    return { identity, policy, amr: ['pwd'], isCertExtendable: false };
+    const { identity, policy } = found;
+    // Counted before the check (decisions.md §7): parallel guesses cannot outrun the limits.
+    const attempt = await lockout.begin(identity.id, policy);
+    const passwordOk = await verifyPassword(authenticator.passwordHash, password);
+    // Re-read: a lock set by a parallel attempt while this one was hashing must hold.
+    const current = await identitiesRepository.findById(knex, identity.id);
+    const locked = !current || isDisabled(current, now());
+    if (passwordOk && !locked && !attempt.refused) {
+      await lockout.succeed(attempt);
+      return { identity: current, policy, amr: ['pwd'], isCertExtendable: false };
+    }
+    await lockout.fail(identity, policy, attempt, locked);
+    throw invalidAuth(
+      locked ? 'identity disabled or locked' : attempt.refused ? 'attempt limit' : 'wrong password',
+    );
   };
 }
 

@@ -1,0 +1,38 @@
+import { createApiClient, type ApiClient } from './api-client.js';
+import { CliError } from './cli-error.js';
+import type { CliIo } from './cli-io.js';
+import { loadSession } from './session-store.js';
+
+/** Runs `fn` with a client of the stored session; an expired session says how to get a new one. */
+export async function withSessionApi<T>(io: CliIo, fn: (api: ApiClient) => Promise<T>): Promise<T> {
+  const session = loadSession(io.env);
+  const api = createApiClient({ url: session.url, ca: session.ca, token: session.token });
+  try {
+    return await fn(api);
+  } catch (err) {
+    if (err instanceof CliError && err.message.includes('(UNAUTHORIZED')) {
+      throw new CliError(`${err.message}: the session has ended, run svc login again`);
+    }
+    throw err;
+  } finally {
+    await api.close();
+  }
+}
+
+/** A filter string literal of the list API: only `"` and `\` need escaping (decisions.md §2). */
+export function filterString(value: string): string {
+  return `"${value.replace(/[\\"]/g, '\\$&')}"`;
+}
+
+const PAGE = 500;
+
+/** Every item of a list endpoint, page by page (the API returns at most 500 at a time). */
+export async function listAll<T>(api: ApiClient, path: string, filter?: string): Promise<T[]> {
+  const items: T[] = [];
+  for (;;) {
+    const { data, meta } = await api.get<T[]>(path, { query: { filter, limit: PAGE, offset: items.length } });
+    items.push(...data);
+    const total = (meta.pagination as { totalCount?: number } | undefined)?.totalCount ?? items.length;
+    if (data.length === 0 || items.length >= total) return items;
+  }
+}

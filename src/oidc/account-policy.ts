@@ -1,0 +1,87 @@
+import { errors, type Account, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Identity } from '../repositories/identities-repository.js';
+import { isDisabled } from '../services/auth/identity-status.js';
+import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
+
+export interface AccountPolicyDeps {
+  findIdentity: (id: string) => Promise<Identity | undefined>;
+  sessions: OidcSessions;
+  now?: () => Date;
+}
+
+/** The private claim carrying the identity's token generation (issue 6 refuses older tokens). */
+export const GENERATION_CLAIM = 'z_gen';
+
+/** What `completeLogin` leaves in `interaction.result.svc` for the grant to pick up. */
+export const completedLoginOf = (ctx: KoaContextWithOIDC): LoginFacts | undefined =>
+  ctx.oidc.result?.login ? (ctx.oidc.result.svc as LoginFacts | undefined) : undefined;
+
+/**
+ * The provider's view of identities and of our login facts: accounts, token claims and the
+ * grant policy of the first-party client (decisions.md §5; notes §3, §5).
+ */
+export function createAccountPolicy({ findIdentity, sessions, now = () => new Date() }: AccountPolicyDeps) {
+  /**
+   * A deleted or disabled identity has no account (codes and refresh tokens then fail with
+   * `invalid_grant`); neither has a grant whose API session ended or whose identity was revoked.
+   */
+  const findAccount: FindAccount = async (_ctx, sub, token) => {
+    const identity = await findIdentity(sub);
+    if (!identity || isDisabled(identity, now())) return undefined;
+    let facts: LoginFacts | undefined;
+    if (token?.grantId) {
+      facts = await sessions.factsOf(token.grantId);
+      if (!facts || identity.tokenGeneration > facts.tokenGeneration) return undefined;
+    }
+    const account: Account = {
+      accountId: sub,
+      claims: () => ({
+        sub,
+        name: identity.name,
+        ...(facts ? { z_ia: facts.isAdmin, z_asid: facts.apiSessionId } : {}),
+      }),
+    };
+    return account;
+  };
+
+  /** The z_ claims of spec 2.6 and decisions.md §5, the same across refreshes of one grant. */
+  async function extraTokenClaims(_ctx: KoaContextWithOIDC, token: { kind: string; grantId?: string }) {
+    if (token.kind !== 'AccessToken' || !token.grantId) return undefined;
+    const facts = await sessions.factsOf(token.grantId);
+    if (!facts) throw new errors.InvalidGrant('the API session of this grant has ended');
+    return {
+      amr: facts.amr,
+      auth_time: facts.authTime,
+      z_asid: facts.apiSessionId,
+      z_ia: facts.isAdmin,
+      z_ct: facts.configTypes,
+      z_t: 'a',
+      z_ice: facts.isCertExtendable,
+      [GENERATION_CLAIM]: facts.tokenGeneration,
+    };
+  }
+
+  /**
+   * No consent step for the first-party client (notes §5): after our login a fresh grant holds
+   * exactly the requested scopes, and its API session starts with it. Outside a finished login
+   * there is no grant, so the login prompt always runs.
+   */
+  async function loadExistingGrant(ctx: KoaContextWithOIDC) {
+    const facts = completedLoginOf(ctx);
+    const { client, session } = ctx.oidc;
+    if (!facts || !client || !session?.accountId) return undefined;
+    const grant = new ctx.oidc.provider.Grant({ clientId: client.clientId, accountId: session.accountId });
+    grant.addOIDCScope([...ctx.oidc.requestParamOIDCScopes].join(' '));
+    for (const [indicator, server] of Object.entries(ctx.oidc.resourceServers ?? {})) {
+      const scopes = [...ctx.oidc.requestParamScopes].filter((s) => server.scopes.has(s));
+      grant.addResourceScope(indicator, scopes.join(' '));
+    }
+    const grantId = await grant.save();
+    await sessions.start(grantId, facts);
+    return grant;
+  }
+
+  return { findAccount, extraTokenClaims, loadExistingGrant };
+}
+
+export type AccountPolicy = ReturnType<typeof createAccountPolicy>;

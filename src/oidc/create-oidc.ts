@@ -1,0 +1,194 @@
+import type { Knex } from 'knex';
+import type { Middleware } from 'koa';
+import type { Logger } from 'pino';
+import type { Config } from '../config/load-config.js';
+import type { SecretBox } from '../crypto/secret-box.js';
+import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
+import type { Identity } from '../repositories/identities-repository.js';
+import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
+import { createKeyService } from '../services/keys/key-service.js';
+import { createKeyWatcher } from '../services/keys/key-watcher.js';
+import type { RevocationService } from '../services/revocation-service.js';
+import type { AdapterConstructor } from 'oidc-provider';
+import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
+import { loadCookieKeys } from './cookie-keys.js';
+import { createProvider, type OidcDurations } from './create-provider.js';
+import { createEndSession } from './end-session.js';
+import { createIssuerRegistry, providerCallback, type IssuerSpec } from './issuer-registry.js';
+import { createLoginFlow, type OutstandingFactors } from './login-flow.js';
+import { createOidcDispatch } from './oidc-dispatch.js';
+import { createOidcSessions } from './oidc-sessions.js';
+import { createPostgresAdapter } from './postgres-adapter.js';
+import { createTokenVerifier } from './token-verifier.js';
+import {
+  createUriMatcher,
+  DEFAULT_POST_LOGOUT_URIS,
+  DEFAULT_REDIRECT_URIS,
+  originsOf,
+} from './uri-patterns.js';
+
+export interface OidcDeps {
+  config: Config;
+  knex: Knex;
+  box: SecretBox;
+  logger: Logger;
+  revocations: RevocationService;
+  findIdentity: (id: string) => Promise<Identity | undefined>;
+  /** Issue 5 plugs the second factors in here. */
+  outstandingFactors?: OutstandingFactors;
+}
+
+const JANITOR_MS = 60_000;
+// Consumed codes and refresh tokens stay until they expire (replay detection); then a margin.
+const EXPIRED_MARGIN_MS = 5 * 60_000;
+
+/** Every `edge-oidc` bind-point address with its URI patterns (decisions.md §5, spec 5.5). */
+function issuerSpecs(config: Config): IssuerSpec[] {
+  const oidc = config.edge!.oidc;
+  return config.listeners.flatMap((listener) => {
+    const options = listener.apis.get('edge-oidc');
+    if (!options) return [];
+    const redirectUris = options.redirectURIs ?? oidc.redirectURIs ?? DEFAULT_REDIRECT_URIS;
+    const postLogoutUris = options.postLogoutURIs ?? oidc.postLogoutURIs ?? DEFAULT_POST_LOGOUT_URIS;
+    return listener.addresses.map((address) => ({ address, redirectUris, postLogoutUris }));
+  });
+}
+
+function janitor(knex: Knex, logger: Logger) {
+  const timer = setInterval(() => {
+    void (async () => {
+      // Bounded batches: at most 10 × 500 rows per minute, never one long delete.
+      for (let i = 0; i < 10; i++) {
+        const n = await oidcPayloadsRepository.deleteExpired(knex, new Date(Date.now() - EXPIRED_MARGIN_MS));
+        if (n < 500) break;
+      }
+    })().catch((err: unknown) => logger.warn({ err }, 'oidc clean-up failed'));
+  }, JANITOR_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+interface RegistryDeps {
+  config: Config;
+  logger: Logger;
+  Adapter: AdapterConstructor;
+  cookieKeys: string[];
+  durations: OidcDurations;
+  accounts: AccountPolicy;
+}
+
+/** One Provider per issuer, rebuilt from a key set; the URI matchers per listener. */
+function buildRegistry({ config, logger, Adapter, cookieKeys, durations, accounts }: RegistryDeps) {
+  const specs = issuerSpecs(config);
+  const corsOriginAllowed = createUriMatcher([
+    ...originsOf(specs.flatMap((s) => s.redirectUris)),
+    ...config.corsOrigins,
+  ]);
+  return createIssuerRegistry(specs, (spec, issuer, keySet) => {
+    const redirectUriAllowed = createUriMatcher(spec.redirectUris);
+    const postLogoutUriAllowed = createUriMatcher(spec.postLogoutUris);
+    const provider = createProvider({
+      issuer,
+      Adapter,
+      privateJwks: keySet.privateJwks,
+      cookieKeys,
+      durations,
+      redirectUriAllowed,
+      postLogoutUriAllowed,
+      corsOriginAllowed,
+      accounts,
+      logger,
+    });
+    return {
+      address: spec.address,
+      issuer,
+      provider,
+      callback: providerCallback(provider),
+      resumeCookieName: provider.cookieName('resume'),
+      sessionCookieName: provider.cookieName('session'),
+      cookieKey: cookieKeys[0]!,
+      redirectUriAllowed,
+      postLogoutUriAllowed,
+    };
+  });
+}
+
+function durationsOf(config: Config): OidcDurations {
+  const { accessTokenDuration, idTokenDuration, refreshTokenDuration, maxSessionDuration } =
+    config.edge!.oidc;
+  return { accessTokenDuration, idTokenDuration, refreshTokenDuration, maxSessionDuration };
+}
+
+/** The OIDC provider of issue 4: one Provider per issuer, keys, login flow, token verification. */
+export async function createOidc(deps: OidcDeps) {
+  const { config, knex, box, logger } = deps;
+  const durations = durationsOf(config);
+  const keys = createKeyService({
+    knex,
+    box,
+    rotationGraceSeconds: config.edge!.oidc.keyRotationGrace,
+    maxTokenLifetimeSeconds: Math.max(durations.accessTokenDuration, durations.idTokenDuration),
+  });
+  await keys.ensureKey();
+  const cookieKeys = await loadCookieKeys(knex, box);
+
+  const sessions = createOidcSessions({
+    knex,
+    revocations: deps.revocations,
+    maxSessionSeconds: durations.maxSessionDuration,
+  });
+  deps.revocations.hooks.push((trx, identityId) => sessions.forgetIdentity(trx, identityId));
+  const accounts = createAccountPolicy({ findIdentity: deps.findIdentity, sessions });
+  const Adapter = createPostgresAdapter({ knex, onGrantDestroyed: (grantId) => sessions.endGrant(grantId) });
+  const registry = buildRegistry({ config, logger, Adapter, cookieKeys, durations, accounts });
+
+  const verifier = createTokenVerifier({
+    issuers: () => registry.issuers(),
+    findIdentity: deps.findIdentity,
+    apiSessionLive: async (id) => {
+      const session = await apiSessionsRepository.findById(knex, id);
+      return session !== undefined && session.expiresAt > new Date();
+    },
+  });
+  const watcher = createKeyWatcher({
+    load: () => keys.loadKeySet(),
+    onChange: (keySet) => {
+      registry.rebuild(keySet);
+      verifier.setKeys(keySet.publicJwks);
+      logger.info({ signingKid: keySet.signingKid }, 'oidc providers built');
+    },
+    logger,
+  });
+  await watcher.start();
+  const stopJanitor = janitor(knex, logger);
+
+  return {
+    registry,
+    login: createLoginFlow({
+      knex,
+      registry,
+      findIdentity: deps.findIdentity,
+      outstandingFactors: deps.outstandingFactors,
+    }),
+    verifier,
+    sessions,
+    endSession: createEndSession({ verifier, sessions }),
+    keys: {
+      list: () => keys.list(),
+      /** Publishes the new key in this process at once; the others within their poll interval. */
+      async rotate() {
+        const key = await keys.rotate();
+        await watcher.refresh();
+        return key;
+      },
+    },
+    /** The `/oidc` middleware: `ours` (login, userinfo, end_session routes) first, then the provider. */
+    middleware: (ours: Middleware): Middleware => createOidcDispatch(registry, ours),
+    stop(): void {
+      watcher.stop();
+      stopJanitor();
+    },
+  };
+}
+
+export type Oidc = Awaited<ReturnType<typeof createOidc>>;

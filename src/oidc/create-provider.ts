@@ -1,0 +1,215 @@
+import type { TLSSocket } from 'node:tls';
+import type { Logger } from 'pino';
+import Provider, {
+  errors,
+  interactionPolicy,
+  type AdapterConstructor,
+  type ClientMetadata,
+  type Configuration,
+  type KoaContextWithOIDC,
+} from 'oidc-provider';
+import type { JWK } from 'jose';
+import type { AccountPolicy } from './account-policy.js';
+
+export const CLIENT_ID = 'svc';
+/** The one resource server: our Edge APIs (JWT access tokens need an audience, notes §3). */
+export const API_RESOURCE = 'urn:svc:edge';
+export const ACCESS_TOKEN_AUDIENCE = 'svc';
+// Registered so the client metadata validates; it matches nothing: every check runs through our matcher.
+const PLACEHOLDER_URI = 'https://redirect-uri-placeholder.invalid/never';
+
+export interface OidcDurations {
+  accessTokenDuration: number;
+  idTokenDuration: number;
+  refreshTokenDuration: number;
+  maxSessionDuration: number;
+}
+
+export interface ProviderOptions {
+  issuer: string;
+  Adapter: AdapterConstructor;
+  privateJwks: JWK[];
+  cookieKeys: string[];
+  durations: OidcDurations;
+  redirectUriAllowed: (uri: string) => boolean;
+  postLogoutUriAllowed: (uri: string) => boolean;
+  corsOriginAllowed: (origin: string) => boolean;
+  accounts: AccountPolicy;
+  logger: Logger;
+}
+
+const LOGIN_PAGE_BY_HINT: Record<string, string> = {
+  password: 'username',
+  username: 'username',
+  cert: 'cert',
+  'ext-jwt': 'ext-jwt',
+};
+
+function hasClientCertificate(ctx: KoaContextWithOIDC): boolean {
+  const socket = ctx.req.socket as Partial<TLSSocket>;
+  const cert = socket.getPeerCertificate?.();
+  return cert !== undefined && cert !== null && Object.keys(cert).length > 0;
+}
+
+/** decisions.md §5: `method` hint, else `cert` when a client certificate was presented, else `username`. */
+function loginUrl(ctx: KoaContextWithOIDC, uid: string): string {
+  const hint = ctx.oidc.params?.method;
+  const page =
+    (typeof hint === 'string' && Object.hasOwn(LOGIN_PAGE_BY_HINT, hint) && LOGIN_PAGE_BY_HINT[hint]) ||
+    (hasClientCertificate(ctx) ? 'cert' : 'username');
+  return `/oidc/login/${page}?authRequestID=${encodeURIComponent(uid)}`;
+}
+
+function policy() {
+  const { Check, base } = interactionPolicy;
+  const prompts = base();
+  // Every authorization request is its own login with its own API session (z_asid), also when the
+  // browser still carries a provider session cookie.
+  prompts
+    .get('login')!
+    .checks.add(
+      new Check(
+        'svc_login_required',
+        'every authorization request authenticates',
+        (ctx) => !ctx.oidc.result?.login,
+      ),
+    );
+  prompts.get('consent')!.checks.remove('native_client_prompt');
+  return prompts;
+}
+
+function loginEndpoints(issuer: string) {
+  const at = (path: string) => `${issuer}/login/${path}`;
+  return {
+    password: at('username'),
+    cert: at('cert'),
+    ext_jwt: at('ext-jwt'),
+    totp: at('totp'),
+    totp_enroll: at('totp/enroll'),
+    totp_enroll_verify: at('totp/enroll/verify'),
+    auth_queries: at('auth-queries'),
+  };
+}
+
+function ttls(d: OidcDurations): Configuration['ttl'] {
+  return {
+    AccessToken: d.accessTokenDuration,
+    IdToken: d.idTokenDuration,
+    // Each new refresh token lives refreshTokenDuration from its issue, never past its grant (the chain cap).
+    RefreshToken: (ctx) => {
+      const grantExp = ctx?.oidc?.entities.Grant?.exp;
+      const left = grantExp ? grantExp - Math.floor(Date.now() / 1000) : Infinity;
+      return Math.max(1, Math.min(d.refreshTokenDuration, left));
+    },
+    AuthorizationCode: 60,
+    Interaction: 600,
+    Grant: d.maxSessionDuration,
+    Session: d.maxSessionDuration,
+  };
+}
+
+/** The first-party public client `svc` (decisions.md §5); our matcher decides every redirect URI. */
+const svcClient = (): ClientMetadata => ({
+  client_id: CLIENT_ID,
+  application_type: 'web',
+  token_endpoint_auth_method: 'none',
+  grant_types: ['authorization_code', 'refresh_token'],
+  response_types: ['code'],
+  redirect_uris: [PLACEHOLDER_URI],
+  post_logout_redirect_uris: [PLACEHOLDER_URI],
+});
+
+const ROUTES = {
+  authorization: '/authorization',
+  token: '/token',
+  jwks: '/keys',
+  userinfo: '/userinfo',
+  end_session: '/end_session',
+  revocation: '/revoke',
+};
+
+/** `amr`, `auth_time` and our claims in every ID token; the defaults (`acr`, `sid`, …) kept (notes §3). */
+const CLAIMS = {
+  acr: null,
+  sid: null,
+  auth_time: null,
+  iss: null,
+  openid: ['sub', 'name', 'auth_time', 'amr', 'z_ia', 'z_asid'],
+};
+
+/** JWT access tokens for our one resource server, audience `svc` (notes §3, decisions.md §5). */
+const resourceIndicators = (d: OidcDurations) => ({
+  enabled: true,
+  defaultResource: () => API_RESOURCE,
+  useGrantedResource: () => true,
+  getResourceServerInfo: (_ctx: unknown, indicator: string) => {
+    if (indicator !== API_RESOURCE) throw new errors.InvalidTarget();
+    return {
+      scope: 'openid offline_access',
+      audience: ACCESS_TOKEN_AUDIENCE,
+      accessTokenTTL: d.accessTokenDuration,
+      accessTokenFormat: 'jwt' as const,
+      jwt: { sign: { alg: 'RS256' as const } },
+    };
+  },
+});
+
+const features = (d: OidcDurations): Configuration['features'] => ({
+  devInteractions: { enabled: false },
+  dPoP: { enabled: false },
+  pushedAuthorizationRequests: { enabled: false },
+  // One public client: it may revoke only its own tokens (RFC 7009 §2.1).
+  revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+  // Kept on for discovery; our own routes serve both (docs/adr/0003-own-userinfo-and-end-session.md).
+  userinfo: { enabled: true },
+  rpInitiatedLogout: { enabled: true },
+  resourceIndicators: resourceIndicators(d),
+});
+
+/** oidc-provider's configuration for one issuer (decisions.md §5; oidc-provider-notes.md). */
+function configuration(o: ProviderOptions): Configuration {
+  return {
+    adapter: o.Adapter,
+    jwks: { keys: o.privateJwks },
+    cookies: { keys: o.cookieKeys },
+    clients: [svcClient()],
+    allowOmittingSingleRegisteredRedirectUri: false,
+    clientBasedCORS: (_ctx, origin) => o.corsOriginAllowed(origin),
+    extraParams: ['method', 'svc_ct'],
+    responseTypes: ['code'],
+    scopes: ['openid', 'offline_access'],
+    claims: CLAIMS,
+    conformIdTokenClaims: false,
+    pkce: { required: () => true },
+    routes: ROUTES,
+    features: features(o.durations),
+    interactions: { policy: policy(), url: (ctx, interaction) => loginUrl(ctx, interaction.uid) },
+    rotateRefreshToken: true,
+    ttl: ttls(o.durations),
+    findAccount: o.accounts.findAccount,
+    extraTokenClaims: o.accounts.extraTokenClaims as Configuration['extraTokenClaims'],
+    loadExistingGrant: o.accounts.loadExistingGrant,
+    // OAuth errors stay RFC 6749 JSON, also where the provider would render a page (decisions.md §2).
+    renderError: (ctx, out) => {
+      ctx.type = 'json';
+      ctx.body = { error: out.error, error_description: out.error_description };
+    },
+    discovery: { svc_login_endpoints: loginEndpoints(o.issuer) },
+  };
+}
+
+/** One Provider for one issuer `https://<address>/oidc`; our matcher decides every redirect URI. */
+export function createProvider(o: ProviderOptions): Provider {
+  const provider = new Provider(o.issuer, configuration(o));
+  provider.proxy = false; // nothing is trusted from proxy headers (house rules)
+  const client = provider.Client.prototype as unknown as {
+    redirectUriAllowed(uri: string): boolean;
+    postLogoutRedirectUriAllowed(uri: string): boolean;
+  };
+  client.redirectUriAllowed = (uri) => o.redirectUriAllowed(uri);
+  client.postLogoutRedirectUriAllowed = (uri) => o.postLogoutUriAllowed(uri);
+  provider.on('server_error', (_ctx: unknown, err: unknown) =>
+    o.logger.error({ err }, 'oidc-provider error'),
+  );
+  return provider;
+}

@@ -1,0 +1,74 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type Provider from 'oidc-provider';
+import type { KeySet } from '../services/keys/key-service.js';
+import type { ResumeTarget } from './resume-in-process.js';
+
+/** One bind-point address serving OIDC: its issuer and URI patterns (decisions.md §5). */
+export interface IssuerSpec {
+  /** `host:port` as configured (ports already resolved). */
+  address: string;
+  redirectUris: string[];
+  postLogoutUris: string[];
+}
+
+export interface IssuerEntry extends ResumeTarget {
+  address: string;
+  issuer: string;
+  provider: Provider;
+  redirectUriAllowed: (uri: string) => boolean;
+  postLogoutUriAllowed: (uri: string) => boolean;
+}
+
+export type ProviderBuilder = (spec: IssuerSpec, issuer: string, keys: KeySet) => IssuerEntry;
+
+export const issuerOf = (address: string) => `https://${address}/oidc`;
+
+/** A Host header as `host:port`, lowercase; no port means 443 (we only speak HTTPS). */
+export function normaliseHost(host: string | undefined): string | undefined {
+  if (!host) return undefined;
+  const h = host.trim().toLowerCase();
+  if (/^\[[0-9a-f:.]+\]:\d+$/.test(h) || /^[a-z0-9.-]+:\d+$/.test(h)) return h;
+  if (/^\[[0-9a-f:.]+\]$/.test(h) || /^[a-z0-9.-]+$/.test(h)) return `${h}:443`;
+  return undefined;
+}
+
+/**
+ * Providers by address. A key change rebuilds all of them and swaps the whole map at once; a
+ * request that already picked an entry finishes on it (oidc-provider reads keys only when built).
+ */
+export function createIssuerRegistry(specs: IssuerSpec[], build: ProviderBuilder) {
+  let entries = new Map<string, IssuerEntry>();
+
+  return {
+    rebuild(keys: KeySet): void {
+      const next = new Map<string, IssuerEntry>();
+      for (const spec of specs) {
+        const address = spec.address.toLowerCase();
+        if (!next.has(address)) next.set(address, build(spec, issuerOf(spec.address), keys));
+      }
+      entries = next;
+    },
+
+    /** The entry of a configured address only: never a raw Host echoed into `iss` (decisions.md §5 ▲). */
+    pick(host: string | undefined): IssuerEntry | undefined {
+      const key = normaliseHost(host);
+      return key === undefined ? undefined : entries.get(key);
+    },
+
+    issuers(): string[] {
+      return [...new Set(specs.map((s) => issuerOf(s.address)))];
+    },
+
+    entries(): IssuerEntry[] {
+      return [...entries.values()];
+    },
+  };
+}
+
+export type IssuerRegistry = ReturnType<typeof createIssuerRegistry>;
+
+export function providerCallback(
+  provider: Provider,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return provider.callback() as unknown as (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+}

@@ -1,0 +1,99 @@
+import type { Context, Middleware, Next } from 'koa';
+import { AppError } from '../errors/app-error.js';
+import { CLIENT_ID } from './create-provider.js';
+import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
+import { OIDC_MOUNT, withoutCookie } from './resume-in-process.js';
+
+const ROOT_DISCOVERY = '/.well-known/openid-configuration';
+/** The provider endpoints we expose; everything else under /oidc is ours or a JSON 404. */
+const PROVIDER_PATHS =
+  /^\/oidc\/(authorization|authorization\/[A-Za-z0-9_-]{1,128}|token|keys|revoke|\.well-known\/openid-configuration|\.well-known\/oauth-authorization-server)$/;
+const MAX_CONFIG_TYPES = 32;
+const MAX_CONFIG_TYPE_LENGTH = 256; // as for the login body (loginExtrasSchema)
+
+/** The issuer picked for this request (set before our /oidc routes run). */
+export function issuerEntryOf(ctx: Context): IssuerEntry {
+  const entry = ctx.state.oidcIssuer as IssuerEntry | undefined;
+  if (!entry) throw new AppError('NOT_FOUND');
+  return entry;
+}
+
+function oauthError(ctx: Context, description: string): void {
+  ctx.status = 400;
+  ctx.body = { error: 'invalid_request', error_description: description };
+}
+
+/**
+ * Authorization requests are adjusted BEFORE the provider sees them (notes, addendum: never
+ * inside provider.use): repeated `configTypes` become one `svc_ct` parameter (the provider
+ * refuses repeated parameters), and `offline_access` of the first-party client gets `consent`
+ * appended to `prompt`, without which the provider drops it (notes §4, decisions.md §5).
+ * Returns false when the request was answered with an error.
+ */
+function rewriteAuthorizationQuery(ctx: Context): boolean {
+  const params = new URLSearchParams(ctx.querystring);
+  const configTypes = params.getAll('configTypes');
+  params.delete('configTypes');
+  params.delete('svc_ct');
+  if (configTypes.length > MAX_CONFIG_TYPES || configTypes.some((t) => t.length > MAX_CONFIG_TYPE_LENGTH)) {
+    oauthError(
+      ctx,
+      `configTypes: at most ${MAX_CONFIG_TYPES} values of at most ${MAX_CONFIG_TYPE_LENGTH} characters`,
+    );
+    return false;
+  }
+  if (configTypes.length > 0) params.set('svc_ct', JSON.stringify(configTypes));
+  const scopes = params.getAll('scope');
+  const prompts = params.getAll('prompt');
+  if (params.get('client_id') === CLIENT_ID && scopes.length === 1 && prompts.length <= 1) {
+    const prompt = (prompts[0] ?? '').split(' ').filter(Boolean);
+    if (
+      scopes[0]!.split(' ').includes('offline_access') &&
+      !prompt.includes('none') &&
+      !prompt.includes('consent')
+    ) {
+      params.set('prompt', [...prompt, 'consent'].join(' '));
+    }
+  }
+  const query = params.toString();
+  ctx.req.url = `${ctx.path}${query ? `?${query}` : ''}`;
+  return true;
+}
+
+async function dispatch(ctx: Context, entry: IssuerEntry): Promise<void> {
+  const req = ctx.req as typeof ctx.req & { originalUrl?: string };
+  if (ctx.path === ROOT_DISCOVERY) {
+    // Same document as /oidc/.well-known/…: originalUrl keeps the /oidc prefix on every endpoint (notes §9).
+    req.originalUrl = `${OIDC_MOUNT}${ROOT_DISCOVERY}`;
+    req.url = ROOT_DISCOVERY;
+  } else {
+    if (!PROVIDER_PATHS.test(ctx.path)) {
+      throw new AppError('NOT_FOUND', { message: `no resource at ${ctx.method} ${ctx.path}` });
+    }
+    if (ctx.path === `${OIDC_MOUNT}/authorization` && ctx.method === 'GET' && !rewriteAuthorizationQuery(ctx))
+      return;
+    req.originalUrl = req.url;
+    req.url = req.url!.slice(OIDC_MOUNT.length) || '/';
+  }
+  const cookie = withoutCookie(req.headers.cookie, entry.sessionCookieName);
+  if (cookie === undefined) delete req.headers.cookie;
+  else req.headers.cookie = cookie;
+  ctx.respond = false;
+  await entry.callback(req, ctx.res);
+}
+
+/**
+ * Everything under /oidc and the root discovery document (mounted only on listeners with
+ * `edge-oidc`). The issuer is picked by the Host header among the configured addresses; other
+ * hosts get a JSON 404 (decisions.md §5 ▲). Our own routes run first, then the provider.
+ */
+export function createOidcDispatch(registry: IssuerRegistry, ours: Middleware): Middleware {
+  return async function oidcDispatch(ctx: Context, next: Next) {
+    const inOidc = ctx.path === OIDC_MOUNT || ctx.path.startsWith(`${OIDC_MOUNT}/`);
+    if (!inOidc && ctx.path !== ROOT_DISCOVERY) return next();
+    const entry = registry.pick(ctx.req.headers.host);
+    if (!entry) throw new AppError('NOT_FOUND', { message: 'no OIDC issuer is served at this address' });
+    ctx.state.oidcIssuer = entry;
+    await ours(ctx, () => dispatch(ctx, entry));
+  };
+}

@@ -1,0 +1,126 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/create-database.js';
+import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
+import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
+import type { RevocationService } from '../services/revocation-service.js';
+
+/**
+ * What a finished login tells every token of its grant (docs/adr/0002-oidc-login-state.md): kept
+ * beside oidc-provider's rows, keyed by grant id, with the API session id in the `uid` column.
+ */
+export interface LoginFacts {
+  /** The identity id (`sub`); named like the provider's field so identity clean-up finds it. */
+  accountId: string;
+  apiSessionId: string;
+  amr: string[];
+  configTypes: string[];
+  isCertExtendable: boolean;
+  isAdmin: boolean;
+  /** The identity's token generation at login: a later revocation bumps it (issue 6). */
+  tokenGeneration: number;
+  /** Epoch seconds of the primary authentication. */
+  authTime: number;
+}
+
+const MODEL = 'SvcLogin';
+
+export interface OidcSessionsDeps {
+  knex: Knex;
+  revocations: RevocationService;
+  /** edge.oidc.maxSessionDuration (s): the API session and the refresh chain end with it. */
+  maxSessionSeconds: number;
+  now?: () => Date;
+}
+
+/** The API sessions (kind `oidc`) behind OIDC grants: started with the grant, ended with it. */
+export function createOidcSessions({
+  knex,
+  revocations,
+  maxSessionSeconds,
+  now = () => new Date(),
+}: OidcSessionsDeps) {
+  async function endGrantIn(trx: Db, grantId: string, apiSessionId: string | undefined): Promise<void> {
+    if (apiSessionId) await revocations.revokeApiSession(trx, apiSessionId);
+    await oidcPayloadsRepository.deleteByGrantId(trx, grantId);
+  }
+
+  return {
+    /** One transaction: the API session row (id = z_asid) and the facts of the grant. */
+    async start(grantId: string, facts: LoginFacts): Promise<void> {
+      const expiresAt = new Date(now().getTime() + maxSessionSeconds * 1000);
+      await knex.transaction(async (trx) => {
+        await apiSessionsRepository.insert(trx, {
+          id: facts.apiSessionId,
+          identityId: facts.accountId,
+          kind: 'oidc',
+          tokenHash: null,
+          amr: facts.amr,
+          configTypes: facts.configTypes,
+          isCertExtendable: facts.isCertExtendable,
+          mfaRequired: false,
+          mfaComplete: facts.amr.length > 1,
+          expiresAt,
+        });
+        await oidcPayloadsRepository.upsert(trx, {
+          model: MODEL,
+          id: grantId,
+          payload: { ...factsOnly(facts), grantId },
+          grantId,
+          uid: facts.apiSessionId,
+          expiresAt,
+        });
+      });
+    },
+
+    /** The facts of a grant whose API session still exists; undefined once it has ended. */
+    async factsOf(grantId: string): Promise<LoginFacts | undefined> {
+      const stored = await oidcPayloadsRepository.find(knex, MODEL, grantId, now());
+      if (!stored) return undefined;
+      const facts = stored.payload as unknown as LoginFacts;
+      const session = await apiSessionsRepository.findById(knex, facts.apiSessionId);
+      return session && session.expiresAt > now() ? facts : undefined;
+    },
+
+    /** The provider destroyed a grant (replay, revocation): its API session ends too. */
+    async endGrant(grantId: string): Promise<void> {
+      const stored = await oidcPayloadsRepository.find(knex, MODEL, grantId, now());
+      const apiSessionId = (stored?.payload as { apiSessionId?: string } | undefined)?.apiSessionId;
+      await knex.transaction((trx) => endGrantIn(trx, grantId, apiSessionId));
+      revocations.afterCommit();
+    },
+
+    /** end_session: the API session named by an ID token ends, and with it its grant's tokens. */
+    async endApiSession(apiSessionId: string): Promise<void> {
+      const stored = await oidcPayloadsRepository.findByUid(knex, MODEL, apiSessionId, now());
+      const grantId = stored ? grantIdOf(stored) : undefined;
+      await knex.transaction(async (trx) => {
+        if (grantId) await endGrantIn(trx, grantId, apiSessionId);
+        else await revocations.revokeApiSession(trx, apiSessionId);
+      });
+      revocations.afterCommit();
+    },
+
+    /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go (decisions.md §3). */
+    async forgetIdentity(trx: Db, identityId: string): Promise<void> {
+      await oidcPayloadsRepository.deleteForAccount(trx, identityId);
+    },
+  };
+}
+
+const factsOnly = (f: LoginFacts): LoginFacts => ({
+  accountId: f.accountId,
+  apiSessionId: f.apiSessionId,
+  amr: f.amr,
+  configTypes: f.configTypes,
+  isCertExtendable: f.isCertExtendable,
+  isAdmin: f.isAdmin,
+  tokenGeneration: f.tokenGeneration,
+  authTime: f.authTime,
+});
+
+function grantIdOf(stored: { payload: Record<string, unknown> }): string | undefined {
+  const id = stored.payload.grantId;
+  return typeof id === 'string' ? id : undefined;
+}
+
+export type OidcSessions = ReturnType<typeof createOidcSessions>;

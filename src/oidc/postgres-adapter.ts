@@ -1,0 +1,79 @@
+import type { Knex } from 'knex';
+import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
+import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
+
+export interface PostgresAdapterDeps {
+  knex: Knex;
+  /**
+   * Runs (awaited, inside the provider's request) whenever a Grant is destroyed: refresh-token
+   * replay, `/oidc/revoke`, grant revocation. JWT access tokens are never stored, so this is where
+   * their API session is revoked (notes, corrections box).
+   */
+  onGrantDestroyed: (grantId: string) => Promise<void>;
+  now?: () => Date;
+}
+
+const epoch = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/**
+ * oidc-provider's adapter over one table shared by every Provider (notes §6). `consume` is one
+ * conditional UPDATE that fails the loser, so of N parallel redemptions exactly one wins.
+ */
+export function createPostgresAdapter({
+  knex,
+  onGrantDestroyed,
+  now = () => new Date(),
+}: PostgresAdapterDeps) {
+  return class PostgresAdapter implements Adapter {
+    constructor(private readonly model: string) {}
+
+    async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      await oidcPayloadsRepository.upsert(knex, {
+        model: this.model,
+        id,
+        payload: payload as Record<string, unknown>,
+        grantId: payload.grantId,
+        userCode: payload.userCode,
+        uid: payload.uid,
+        expiresAt: expiresIn ? new Date(now().getTime() + expiresIn * 1000) : null,
+      });
+    }
+
+    async find(id: string): Promise<AdapterPayload | undefined> {
+      return this.reply(await oidcPayloadsRepository.find(knex, this.model, id, now()));
+    }
+
+    async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+      return this.reply(await oidcPayloadsRepository.findByUid(knex, this.model, uid, now()));
+    }
+
+    async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+      return this.reply(await oidcPayloadsRepository.findByUserCode(knex, this.model, userCode, now()));
+    }
+
+    async consume(id: string): Promise<void> {
+      if (await oidcPayloadsRepository.consume(knex, this.model, id, now())) return;
+      if (this.model === 'PushedAuthorizationRequest') {
+        throw new errors.InvalidRequestUri('request_uri is invalid, expired, or was already used');
+      }
+      throw new errors.InvalidGrant(`${this.model} already consumed`);
+    }
+
+    async destroy(id: string): Promise<void> {
+      await oidcPayloadsRepository.destroy(knex, this.model, id);
+      if (this.model === 'Grant') await onGrantDestroyed(id);
+    }
+
+    async revokeByGrantId(grantId: string): Promise<void> {
+      await oidcPayloadsRepository.deleteByGrantId(knex, grantId, this.model);
+    }
+
+    private reply(
+      stored: Awaited<ReturnType<typeof oidcPayloadsRepository.find>>,
+    ): AdapterPayload | undefined {
+      if (!stored) return undefined;
+      const payload = stored.payload as AdapterPayload;
+      return stored.consumedAt ? { ...payload, consumed: epoch(stored.consumedAt) } : payload;
+    }
+  };
+}

@@ -1,0 +1,153 @@
+import {
+  compactVerify,
+  createLocalJWKSet,
+  decodeJwt,
+  errors as joseErrors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWK,
+  type JWTPayload,
+} from 'jose';
+import { AppError } from '../errors/app-error.js';
+import { challenges } from '../errors/www-authenticate.js';
+import type { BearerVerifier, Principal } from '../middleware/principal.js';
+import type { Identity } from '../repositories/identities-repository.js';
+import { isDisabled } from '../services/auth/identity-status.js';
+import { GENERATION_CLAIM } from './account-policy.js';
+import { ACCESS_TOKEN_AUDIENCE, CLIENT_ID } from './create-provider.js';
+
+export interface AccessTokenClaims extends JWTPayload {
+  sub: string;
+  exp: number;
+  z_asid: string;
+  z_ia: boolean;
+  z_ct: string[];
+  z_t: string;
+  z_ice: boolean;
+  amr?: string[];
+  scope?: string;
+}
+
+export interface TokenVerifierDeps {
+  issuers: () => string[];
+  findIdentity: (id: string) => Promise<Identity | undefined>;
+  /** True while the API session exists and has not expired. */
+  apiSessionLive: (id: string) => Promise<boolean>;
+  now?: () => Date;
+}
+
+const invalid = (detail: string) =>
+  new AppError('UNAUTHORIZED', { challenges: [challenges.bearerInvalid()], detail });
+
+/**
+ * Our JWT access tokens on API calls and at userinfo, and ID tokens as `id_token_hint`
+ * (decisions.md §5, §6). The key set is the in-memory one of this process. Revocation is checked
+ * against the database for now; issue 6 replaces `revocationCheck` with in-memory state.
+ */
+export function createTokenVerifier(deps: TokenVerifierDeps) {
+  const now = deps.now ?? (() => new Date());
+  let keys: ReturnType<typeof createLocalJWKSet> | undefined;
+
+  const isOurs = (token: string) => {
+    try {
+      const iss = decodeJwt(token).iss;
+      return typeof iss === 'string' && deps.issuers().includes(iss);
+    } catch {
+      return false;
+    }
+  };
+
+  async function signatureAndClaims(token: string): Promise<AccessTokenClaims> {
+    if (!keys) throw invalid('no key set loaded yet');
+    try {
+      const { payload } = await jwtVerify(token, keys, {
+        algorithms: ['RS256'],
+        typ: 'at+jwt',
+        issuer: deps.issuers(),
+        audience: ACCESS_TOKEN_AUDIENCE,
+        currentDate: now(),
+      });
+      return payload as AccessTokenClaims;
+    } catch (err) {
+      if (err instanceof joseErrors.JWTExpired) {
+        throw new AppError('UNAUTHORIZED', { challenges: [challenges.bearerExpired()], detail: 'expired' });
+      }
+      throw invalid(`verification failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** The checks issue 6 moves into memory: one place, nothing else reads the database. */
+  async function revocationCheck(claims: AccessTokenClaims): Promise<Identity> {
+    if (!(await deps.apiSessionLive(claims.z_asid))) throw invalid('API session ended');
+    const identity = await deps.findIdentity(claims.sub);
+    if (!identity) throw invalid('identity deleted');
+    if (isDisabled(identity, now())) throw invalid('identity disabled');
+    const generation = claims[GENERATION_CLAIM];
+    if (typeof generation !== 'number' || identity.tokenGeneration > generation)
+      throw invalid('identity revoked');
+    return identity;
+  }
+
+  async function verifyAccessToken(
+    token: string,
+  ): Promise<{ claims: AccessTokenClaims; identity: Identity }> {
+    const claims = await signatureAndClaims(token);
+    if (claims.z_t !== 'a' || typeof claims.z_asid !== 'string' || typeof claims.sub !== 'string') {
+      throw invalid('not an access token');
+    }
+    return { claims, identity: await revocationCheck(claims) };
+  }
+
+  const bearer: BearerVerifier = {
+    async verify(tokens: string[]): Promise<Principal> {
+      const ours = tokens.find(isOurs);
+      if (!ours) throw invalid('no token of ours');
+      const { claims, identity } = await verifyAccessToken(ours);
+      return {
+        identityId: identity.id,
+        identityName: identity.name,
+        isAdmin: claims.z_ia === true,
+        sessionId: claims.z_asid,
+        kind: 'oidc',
+        expiresAt: new Date(claims.exp * 1000),
+        amr: Array.isArray(claims.amr) ? claims.amr : [],
+        configTypes: Array.isArray(claims.z_ct) ? claims.z_ct : [],
+        isCertExtendable: claims.z_ice === true,
+        mfaPending: false,
+      };
+    },
+  };
+
+  /**
+   * An `id_token_hint`: signature, issuer and audience, but an expired one is accepted
+   * (decisions.md §5). Access tokens are not hints.
+   */
+  async function verifyIdTokenHint(
+    token: string,
+  ): Promise<{ sub: string; apiSessionId: string } | undefined> {
+    if (!keys) return undefined;
+    try {
+      const { payload, protectedHeader } = await compactVerify(token, keys, { algorithms: ['RS256'] });
+      if (protectedHeader.typ === 'at+jwt') return undefined;
+      const claims = JSON.parse(new TextDecoder().decode(payload)) as JWTPayload & { z_asid?: unknown };
+      const aud = [claims.aud].flat();
+      if (!deps.issuers().includes(String(claims.iss)) || !aud.includes(CLIENT_ID)) return undefined;
+      if (typeof claims.sub !== 'string' || typeof claims.z_asid !== 'string' || 'z_t' in claims)
+        return undefined;
+      return { sub: claims.sub, apiSessionId: claims.z_asid };
+    } catch {
+      return undefined;
+    }
+  }
+
+  return {
+    setKeys(publicJwks: JWK[]): void {
+      keys = createLocalJWKSet({ keys: publicJwks } as JSONWebKeySet);
+    },
+    verifyAccessToken,
+    verifyIdTokenHint,
+    bearer,
+  };
+}
+
+export type TokenVerifier = ReturnType<typeof createTokenVerifier>;

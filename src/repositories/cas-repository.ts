@@ -1,0 +1,154 @@
+import type { Db } from '../db/create-database.js';
+import { runListQuery, type ListQuery } from './list-query.js';
+
+/** A registered 3rd-party CA (decisions.md §3). */
+export interface Ca {
+  id: string;
+  name: string;
+  certPem: string;
+  fingerprint: string;
+  isAuthEnabled: boolean;
+  isOttCaEnrollmentEnabled: boolean;
+  isAutoCaEnrollmentEnabled: boolean;
+  identityRoles: string[];
+  isVerified: boolean;
+  verificationToken: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type NewCa = Omit<Ca, 'createdAt' | 'updatedAt' | 'isVerified'> & { isVerified?: boolean };
+
+export type CaChanges = Partial<
+  Pick<
+    Ca,
+    | 'name'
+    | 'isAuthEnabled'
+    | 'isOttCaEnrollmentEnabled'
+    | 'isAutoCaEnrollmentEnabled'
+    | 'identityRoles'
+    | 'isVerified'
+  >
+>;
+
+interface CaRow {
+  id: string;
+  name: string;
+  cert_pem: string;
+  fingerprint: string;
+  is_auth_enabled: boolean;
+  is_ott_ca_enrollment_enabled: boolean;
+  is_auto_ca_enrollment_enabled: boolean;
+  identity_roles: string[];
+  is_verified: boolean;
+  verification_token: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const caListFields = {
+  id: { column: 'id', type: 'string' },
+  name: { column: 'name', type: 'string' },
+  fingerprint: { column: 'fingerprint', type: 'string' },
+  isAuthEnabled: { column: 'is_auth_enabled', type: 'boolean' },
+  isOttCaEnrollmentEnabled: { column: 'is_ott_ca_enrollment_enabled', type: 'boolean' },
+  isAutoCaEnrollmentEnabled: { column: 'is_auto_ca_enrollment_enabled', type: 'boolean' },
+  isVerified: { column: 'is_verified', type: 'boolean' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+  updatedAt: { column: 'updated_at', type: 'datetime' },
+} as const;
+
+export const toCa = (r: CaRow): Ca => ({
+  id: r.id,
+  name: r.name,
+  certPem: r.cert_pem,
+  fingerprint: r.fingerprint,
+  isAuthEnabled: r.is_auth_enabled,
+  isOttCaEnrollmentEnabled: r.is_ott_ca_enrollment_enabled,
+  isAutoCaEnrollmentEnabled: r.is_auto_ca_enrollment_enabled,
+  identityRoles: r.identity_roles ?? [],
+  isVerified: r.is_verified,
+  verificationToken: r.verification_token,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const columnsOf = (c: CaChanges) => {
+  const cols: Record<string, unknown> = {};
+  if (c.name !== undefined) cols.name = c.name;
+  if (c.isAuthEnabled !== undefined) cols.is_auth_enabled = c.isAuthEnabled;
+  if (c.isOttCaEnrollmentEnabled !== undefined)
+    cols.is_ott_ca_enrollment_enabled = c.isOttCaEnrollmentEnabled;
+  if (c.isAutoCaEnrollmentEnabled !== undefined) {
+    cols.is_auto_ca_enrollment_enabled = c.isAutoCaEnrollmentEnabled;
+  }
+  if (c.identityRoles !== undefined) cols.identity_roles = JSON.stringify(c.identityRoles);
+  if (c.isVerified !== undefined) cols.is_verified = c.isVerified;
+  return cols;
+};
+
+export const casRepository = {
+  table: (db: Db) => db<CaRow>('cas'),
+
+  async insert(db: Db, ca: NewCa): Promise<Ca> {
+    const [row] = await db('cas')
+      .insert({
+        id: ca.id,
+        name: ca.name,
+        cert_pem: ca.certPem,
+        fingerprint: ca.fingerprint,
+        is_auth_enabled: ca.isAuthEnabled,
+        is_ott_ca_enrollment_enabled: ca.isOttCaEnrollmentEnabled,
+        is_auto_ca_enrollment_enabled: ca.isAutoCaEnrollmentEnabled,
+        identity_roles: JSON.stringify(ca.identityRoles),
+        is_verified: ca.isVerified ?? false,
+        verification_token: ca.verificationToken,
+      })
+      .returning('*');
+    return toCa(row);
+  },
+
+  async findById(db: Db, id: string): Promise<Ca | undefined> {
+    const row = await db<CaRow>('cas').where({ id }).first();
+    return row && toCa(row);
+  },
+
+  async update(db: Db, id: string, changes: CaChanges): Promise<Ca | undefined> {
+    const [row] = await db('cas')
+      .where({ id })
+      .update({ ...columnsOf(changes), updated_at: db.fn.now() })
+      .returning('*');
+    return row && toCa(row);
+  },
+
+  /** Marks the CA verified only while its token is still `token` (one atomic statement). */
+  async markVerified(db: Db, id: string, token: string): Promise<boolean> {
+    const n = await db('cas')
+      .where({ id, verification_token: token })
+      .update({ is_verified: true, updated_at: db.fn.now() });
+    return n > 0;
+  },
+
+  async delete(db: Db, id: string): Promise<boolean> {
+    // `returning`: knex-pglite answers a bare delete with a result object, not a row count.
+    const rows = await db('cas').where({ id }).delete().returning('id');
+    return rows.length > 0;
+  },
+
+  /** One page of CAs for a list query (decisions.md §2), with the total count. */
+  async page(db: Db, q: ListQuery): Promise<{ items: Ca[]; totalCount: number }> {
+    const { rows, totalCount } = await runListQuery<CaRow>(db('cas').select('*'), q, 'id');
+    return { items: rows.map(toCa), totalCount };
+  },
+
+  async list(db: Db): Promise<Ca[]> {
+    const rows = await db<CaRow>('cas').orderBy('name');
+    return rows.map(toCa);
+  },
+
+  /** CAs that may authenticate anyone: verified and auth-enabled (decisions.md §3). */
+  async listAuthEnabled(db: Db): Promise<Ca[]> {
+    const rows = await db<CaRow>('cas').where({ is_verified: true, is_auth_enabled: true }).orderBy('id');
+    return rows.map(toCa);
+  },
+};

@@ -1,0 +1,81 @@
+import type { Db } from '../db/create-database.js';
+
+/** One identity's TOTP configuration (decisions.md §5); the secret stays sealed here. */
+export interface TotpConfig {
+  identityId: string;
+  secretEnc: string;
+  isVerified: boolean;
+  /** The last accepted RFC 6238 time step: only a later one is accepted. */
+  lastUsedStep: number;
+  createdAt: Date;
+  verifiedAt: Date | null;
+}
+
+interface TotpRow {
+  identity_id: string;
+  secret_enc: string;
+  is_verified: boolean;
+  last_used_step: string | number;
+  created_at: Date;
+  verified_at: Date | null;
+}
+
+const toConfig = (r: TotpRow): TotpConfig => ({
+  identityId: r.identity_id,
+  secretEnc: r.secret_enc,
+  isVerified: r.is_verified,
+  // bigint columns come back as strings from pg; steps (~6e7) are exact in a double.
+  lastUsedStep: Number(r.last_used_step),
+  createdAt: r.created_at,
+  verifiedAt: r.verified_at,
+});
+
+export const mfaTotpRepository = {
+  async find(db: Db, identityId: string): Promise<TotpConfig | undefined> {
+    const row = await db<TotpRow>('mfa_totp').where({ identity_id: identityId }).first();
+    return row && toConfig(row);
+  },
+
+  /** Inserts an unverified configuration unless one exists (in progress or verified): one statement. */
+  async insertIfAbsent(db: Db, identityId: string, secretEnc: string): Promise<TotpConfig | undefined> {
+    const [row] = await db('mfa_totp')
+      .insert({ identity_id: identityId, secret_enc: secretEnc, is_verified: false })
+      .onConflict('identity_id')
+      .ignore()
+      .returning('*');
+    return row && toConfig(row);
+  },
+
+  /** Marks an unverified configuration verified, consuming `step` (atomic, no replay). */
+  async markVerified(db: Db, identityId: string, step: number, now: Date): Promise<TotpConfig | undefined> {
+    const [row] = await db('mfa_totp')
+      .where({ identity_id: identityId, is_verified: false })
+      .andWhere('last_used_step', '<', step)
+      .update({ is_verified: true, verified_at: now, last_used_step: step })
+      .returning('*');
+    return row && toConfig(row);
+  },
+
+  /** Accepts `step` for a verified configuration only if it is later than the last one (atomic). */
+  async consumeStep(db: Db, identityId: string, step: number): Promise<boolean> {
+    const rows = await db('mfa_totp')
+      .where({ identity_id: identityId, is_verified: true })
+      .andWhere('last_used_step', '<', step)
+      .update({ last_used_step: step })
+      .returning('identity_id');
+    return rows.length === 1;
+  },
+
+  async deleteUnverified(db: Db, identityId: string): Promise<boolean> {
+    const rows = await db('mfa_totp')
+      .where({ identity_id: identityId, is_verified: false })
+      .delete()
+      .returning('identity_id');
+    return rows.length === 1;
+  },
+
+  async delete(db: Db, identityId: string): Promise<boolean> {
+    const rows = await db('mfa_totp').where({ identity_id: identityId }).delete().returning('identity_id');
+    return rows.length === 1;
+  },
+};

@@ -1,0 +1,122 @@
+import type { Db } from '../db/create-database.js';
+
+/** One stored oidc-provider model instance (or one of our own rows kept beside them). */
+export interface OidcPayloadRow {
+  model: string;
+  id: string;
+  payload: Record<string, unknown>;
+  grantId?: string | null;
+  userCode?: string | null;
+  uid?: string | null;
+  expiresAt?: Date | null;
+}
+
+export interface StoredOidcPayload {
+  payload: Record<string, unknown>;
+  consumedAt: Date | null;
+}
+
+interface Row {
+  payload: Record<string, unknown> | string;
+  consumed_at: Date | null;
+}
+
+const toStored = (r: Row): StoredOidcPayload => ({
+  payload: typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload,
+  consumedAt: r.consumed_at,
+});
+
+/** Rows that have not expired at `now` (the library re-checks `exp` itself, notes §6). */
+const live = (db: Db, model: string, now: Date) =>
+  db('oidc_payloads')
+    .where({ model })
+    .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', now));
+
+/** The one table of oidc-provider's models (migrations/003_oidc.ts, oidc-provider-notes.md §6). */
+export const oidcPayloadsRepository = {
+  async upsert(db: Db, row: OidcPayloadRow): Promise<void> {
+    await db('oidc_payloads')
+      .insert({
+        model: row.model,
+        id: row.id,
+        payload: JSON.stringify(row.payload),
+        grant_id: row.grantId ?? null,
+        user_code: row.userCode ?? null,
+        uid: row.uid ?? null,
+        expires_at: row.expiresAt ?? null,
+      })
+      .onConflict(['model', 'id'])
+      .merge(['payload', 'grant_id', 'user_code', 'uid', 'expires_at']);
+  },
+
+  async find(db: Db, model: string, id: string, now: Date): Promise<StoredOidcPayload | undefined> {
+    const row: Row | undefined = await live(db, model, now).andWhere({ id }).first('payload', 'consumed_at');
+    return row && toStored(row);
+  },
+
+  /** Newest row wins: parallel logins may have produced duplicate uids (notes §6, #1145). */
+  async findByUid(db: Db, model: string, uid: string, now: Date): Promise<StoredOidcPayload | undefined> {
+    const row: Row | undefined = await live(db, model, now)
+      .andWhere({ uid })
+      .orderBy('expires_at', 'desc')
+      .first('payload', 'consumed_at');
+    return row && toStored(row);
+  },
+
+  async findByUserCode(
+    db: Db,
+    model: string,
+    userCode: string,
+    now: Date,
+  ): Promise<StoredOidcPayload | undefined> {
+    const row: Row | undefined = await live(db, model, now)
+      .andWhere({ user_code: userCode })
+      .first('payload', 'consumed_at');
+    return row && toStored(row);
+  },
+
+  /** Marks a row consumed in ONE conditional statement; false when it was gone or already consumed. */
+  async consume(db: Db, model: string, id: string, at: Date): Promise<boolean> {
+    const changed = await db('oidc_payloads')
+      .where({ model, id })
+      .whereNull('consumed_at')
+      .update({ consumed_at: at });
+    return changed > 0;
+  },
+
+  async destroy(db: Db, model: string, id: string): Promise<void> {
+    await db('oidc_payloads').where({ model, id }).delete();
+  },
+
+  async deleteByGrantId(db: Db, grantId: string, model?: string): Promise<void> {
+    await db('oidc_payloads')
+      .where({ grant_id: grantId })
+      .modify((q) => {
+        if (model !== undefined) q.andWhere({ model });
+      })
+      .delete();
+  },
+
+  /**
+   * Everything of one identity: grants, sessions, codes, refresh tokens (payload.accountId) and
+   * unfinished logins (interactions whose result names the identity), decisions.md §3.
+   */
+  async deleteForAccount(db: Db, accountId: string): Promise<number> {
+    return db('oidc_payloads')
+      .whereRaw(`payload->>'accountId' = ?`, [accountId])
+      .orWhereRaw(`model = 'Interaction' AND payload->'result'->'login'->>'accountId' = ?`, [accountId])
+      .orWhereRaw(`model = 'Interaction' AND payload->'result'->'svc'->>'identityId' = ?`, [accountId])
+      .delete();
+  },
+
+  /** Expired rows, at most `limit` per call so the janitor never holds long locks. */
+  async deleteExpired(db: Db, before: Date, limit = 500): Promise<number> {
+    const { rows } = await db.raw(
+      `DELETE FROM oidc_payloads WHERE (model, id) IN (
+         SELECT model, id FROM oidc_payloads WHERE expires_at < ? LIMIT ?
+       ) RETURNING 1`,
+      [before, limit],
+    );
+    return rows.length;
+  },
+};

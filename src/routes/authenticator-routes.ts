@@ -1,0 +1,27 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { sendData, sendEmpty, sendList } from '../errors/envelope.js';
+import { authenticate } from '../middleware/authenticate.js';
+import { parseBody } from '../middleware/parse-body.js';
+import { pathId } from './path-id.js';
+import type { RouteDeps } from './route-deps.js';
+
+/** `/authenticators` of the management API (decisions.md §3); admins only. */
+export function authenticatorRoutes(router: Router, deps: RouteDeps): void {
+  const admin = authenticate(deps.principals, { adminOnly: true });
+  const authenticators = deps.authenticators;
+
+  router.get('/authenticators', admin, async (ctx: Context) => {
+    const page = await authenticators.list(ctx.query);
+    sendList(ctx, page.items, page.pagination);
+  });
+
+  router.get('/authenticators/:id', admin, async (ctx: Context) => {
+    sendData(ctx, await authenticators.get(pathId(ctx)));
+  });
+
+  router.delete('/authenticators/:id', admin, parseBody(), async (ctx: Context) => {
+    await authenticators.delete(pathId(ctx));
+    sendEmpty(ctx);
+  });
+}

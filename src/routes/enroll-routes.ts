@@ -1,0 +1,36 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { sendData, sendEmpty } from '../errors/envelope.js';
+import { peerCertificateChain } from '../listeners/peer-certificates.js';
+import { bodyOf, parseBody } from '../middleware/parse-body.js';
+import { enrollOttSchema, enrollTokenSchema, enrollUpdbSchema } from '../schemas/enrollment-schemas.js';
+import { parseInput } from '../schemas/parse-input.js';
+import type { RouteDeps } from './route-deps.js';
+
+/** The token of `enroll/updb`: in the query (decisions.md §3), or in the body. */
+const withQueryToken = (ctx: Context) => ({ token: ctx.query.token, ...bodyOf(ctx) });
+
+/**
+ * Completing an enrollment on the client API (decisions.md §3). No session: the enrollment token
+ * is the credential.
+ */
+export function enrollRoutes(router: Router, deps: RouteDeps): void {
+  const enroll = deps.enroll;
+
+  router.post('/enroll/updb', parseBody(), async (ctx: Context) => {
+    const input = parseInput(enrollUpdbSchema, withQueryToken(ctx));
+    await enroll.updb(input.token, input.password);
+    sendEmpty(ctx);
+  });
+
+  router.post('/enroll/ott', parseBody(), async (ctx: Context) => {
+    const input = parseInput(enrollOttSchema, bodyOf(ctx));
+    sendData(ctx, await enroll.ott(input.token, input.clientCsr));
+  });
+
+  router.post('/enroll/ottca', parseBody(), async (ctx: Context) => {
+    const input = parseInput(enrollTokenSchema, withQueryToken(ctx));
+    await enroll.ottca(input.token, peerCertificateChain(ctx));
+    sendEmpty(ctx);
+  });
+}

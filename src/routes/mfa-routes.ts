@@ -1,0 +1,79 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { AppError } from '../errors/app-error.js';
+import { sendData, sendEmpty } from '../errors/envelope.js';
+import { authenticate, principalOf } from '../middleware/authenticate.js';
+import type { Principal } from '../middleware/principal.js';
+import { bodyOf, parseBody } from '../middleware/parse-body.js';
+import { mfaCodeSchema, optionalMfaCodeSchema } from '../schemas/mfa-schemas.js';
+import { parseInput } from '../schemas/parse-input.js';
+import { qrPng } from '../services/mfa/qr-code.js';
+import type { RouteDeps } from './route-deps.js';
+
+/** The amr of a session once its TOTP step is done (decisions.md §5 names the value `otp`). */
+export const withOtp = (amr: string[]): string[] => (amr.includes('otp') ? amr : [...amr, 'otp']);
+
+/** Completes the MFA step of a legacy session that still owes it. */
+export async function completeSessionMfa(deps: RouteDeps, principal: Principal): Promise<void> {
+  if (principal.kind === 'legacy' && principal.mfaPending) {
+    await deps.sessions.completeMfa(principal.sessionId, withOtp(principal.amr));
+  }
+}
+
+const MFA_PATH = '/current-identity/mfa';
+
+/**
+ * Self-service TOTP (decisions.md §4). Every endpoint also answers a session whose MFA step is
+ * still owed: an identity whose policy requires TOTP but has none must be able to enroll.
+ */
+export function mfaRoutes(router: Router, deps: RouteDeps): void {
+  const auth = authenticate(deps.principals, { allowMfaPending: true });
+  const { totp } = deps;
+
+  router.post(MFA_PATH, auth, async (ctx: Context) => {
+    const p = principalOf(ctx);
+    sendData(ctx, await totp.startEnrollment(p.identityId, p.identityName), 201);
+  });
+
+  router.get(MFA_PATH, auth, async (ctx: Context) => {
+    const detail = await totp.detail(principalOf(ctx).identityId);
+    if (!detail) throw new AppError('NOT_FOUND', { message: 'no TOTP configuration' });
+    sendData(ctx, {
+      ...detail,
+      createdAt: detail.createdAt.toISOString(),
+      verifiedAt: detail.verifiedAt?.toISOString() ?? null,
+    });
+  });
+
+  router.delete(MFA_PATH, auth, parseBody(), async (ctx: Context) => {
+    const { code } = parseInput(optionalMfaCodeSchema, bodyOf(ctx));
+    await totp.remove(principalOf(ctx).identityId, code ?? (ctx.get('mfa-validation-code') || undefined));
+    sendEmpty(ctx);
+  });
+
+  router.post(`${MFA_PATH}/verify`, auth, parseBody(), async (ctx: Context) => {
+    const { code } = parseInput(mfaCodeSchema, bodyOf(ctx));
+    const p = principalOf(ctx);
+    await totp.verifyEnrollment(p.identityId, code);
+    // The code just proved the new factor: a session waiting for it is complete (as Ziti does).
+    await completeSessionMfa(deps, p);
+    sendEmpty(ctx);
+  });
+
+  router.get(`${MFA_PATH}/qr-code`, auth, async (ctx: Context) => {
+    const url = await totp.provisioningUrlFor(principalOf(ctx).identityId);
+    if (!url) throw new AppError('NOT_FOUND', { message: 'no TOTP enrollment is in progress' });
+    ctx.type = 'image/png';
+    ctx.body = await qrPng(url);
+  });
+
+  router.get(`${MFA_PATH}/recovery-codes`, auth, async (ctx: Context) => {
+    sendData(ctx, { remaining: await totp.remainingRecoveryCodes(principalOf(ctx).identityId) });
+  });
+
+  router.post(`${MFA_PATH}/recovery-codes`, auth, parseBody(), async (ctx: Context) => {
+    const { code } = parseInput(mfaCodeSchema, bodyOf(ctx));
+    const recoveryCodes = await totp.regenerateRecoveryCodes(principalOf(ctx).identityId, code);
+    sendData(ctx, { recoveryCodes });
+  });
+}

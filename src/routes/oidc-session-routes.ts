@@ -1,0 +1,57 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { AppError } from '../errors/app-error.js';
+import { challenges } from '../errors/www-authenticate.js';
+import { bearerTokens } from '../middleware/authenticate.js';
+import { bodyOf, parseBody } from '../middleware/parse-body.js';
+import type { Oidc } from '../oidc/create-oidc.js';
+import type { EndSessionParams } from '../oidc/end-session.js';
+import { issuerEntryOf } from '../oidc/oidc-dispatch.js';
+import { renderSignedOutPage } from './oidc-login-pages.js';
+
+const END_SESSION_PARAMS = ['id_token_hint', 'post_logout_redirect_uri', 'state', 'client_id'] as const;
+
+/** Query or form parameters as single strings (a repeated one is refused, as OAuth does). */
+function endSessionParams(source: Record<string, unknown>): EndSessionParams {
+  const params: EndSessionParams = {};
+  for (const name of END_SESSION_PARAMS) {
+    const value = source[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'string') {
+      throw new AppError('COULD_NOT_VALIDATE', {
+        cause: { field: name, reason: 'must be given once, as a string' },
+      });
+    }
+    params[name] = value;
+  }
+  return params;
+}
+
+/**
+ * Our `/oidc/userinfo` and `/oidc/end_session` in front of the provider's
+ * (docs/adr/0003-own-userinfo-and-end-session.md): the built-ins reject JWT access tokens and
+ * need the browser's session cookie.
+ */
+export function oidcSessionRoutes(router: Router, oidc: Oidc): void {
+  const userinfo = async (ctx: Context) => {
+    const [token] = bearerTokens(ctx.get('authorization'));
+    if (!token) throw new AppError('UNAUTHORIZED', { challenges: challenges.missing().slice(1) });
+    const { identity } = await oidc.verifier.verifyAccessToken(token);
+    ctx.body = { sub: identity.id, name: identity.name };
+  };
+  router.get('/oidc/userinfo', userinfo);
+  router.post('/oidc/userinfo', parseBody(), userinfo);
+
+  const endSession = async (ctx: Context, source: Record<string, unknown>) => {
+    const result = await oidc.endSession(issuerEntryOf(ctx), endSessionParams(source));
+    if (result.redirectTo) {
+      ctx.redirect(result.redirectTo);
+      ctx.status = 303;
+      return;
+    }
+    if (ctx.accepts('json', 'html') === 'html') return renderSignedOutPage(ctx);
+    ctx.body = {};
+  };
+  router.get('/oidc/end_session', (ctx: Context) => endSession(ctx, ctx.query));
+  router.post('/oidc/end_session', parseBody(), (ctx: Context) => endSession(ctx, bodyOf(ctx)));
+}

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { booleanField, nonEmpty, stringList, text } from './schema-fields.js';
+
+/** 3rd-party CA bodies (decisions.md §3). The certificate is fixed at creation. */
+const flags = {
+  isAuthEnabled: booleanField.optional(),
+  isOttCaEnrollmentEnabled: booleanField.optional(),
+  isAutoCaEnrollmentEnabled: booleanField.optional(),
+  identityRoles: stringList(256),
+};
+
+export const caCreateSchema = z.object({
+  name: nonEmpty(255),
+  certPem: text(65_536).min(1, 'must not be empty'),
+  ...flags,
+});
+
+/** PUT and PATCH: certPem may be repeated unchanged (a PUT of the detail), never changed. */
+export const caUpdateSchema = z.object({
+  name: nonEmpty(255).optional(),
+  certPem: text(65_536).optional(),
+  ...flags,
+});
+
+export const caReplaceSchema = caUpdateSchema.extend({ name: nonEmpty(255) });
+
+export type CaCreateInput = z.output<typeof caCreateSchema>;
+export type CaUpdateInput = z.output<typeof caUpdateSchema>;

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { text, username } from './identity-schemas.js';
+
+/** Request bodies of `/enrollments` (management) and `/enroll/*` (client), decisions.md §3. */
+
+const dateTime = z.iso
+  .datetime({ offset: true, message: 'must be a date-time such as "2030-01-31T12:00:00Z"' })
+  .transform((s) => new Date(s));
+
+const id = text(255).min(1, 'must not be empty');
+
+export const enrollmentCreateSchema = z
+  .object({
+    method: z.enum(['ott', 'ottca', 'updb'], { message: 'must be one of ott, ottca, updb' }),
+    identityId: id,
+    expiresAt: dateTime.optional(),
+    caId: id.optional(),
+    username: username.optional(),
+  })
+  .superRefine((e, ctx) => {
+    const need = (field: 'caId' | 'username', wanted: boolean) => {
+      if (wanted && e[field] === undefined)
+        ctx.addIssue({ code: 'custom', path: [field], message: `is required for method ${e.method}` });
+      if (!wanted && e[field] !== undefined)
+        ctx.addIssue({ code: 'custom', path: [field], message: `is not allowed for method ${e.method}` });
+    };
+    need('caId', e.method === 'ottca');
+    need('username', e.method === 'updb');
+  });
+
+export const enrollmentRefreshSchema = z.object({ expiresAt: dateTime });
+
+// Our tokens are 43 characters; the bound only keeps junk away from the database.
+const token = text(256).min(1, 'must not be empty');
+
+export const enrollTokenSchema = z.object({ token });
+
+export const enrollUpdbSchema = z.object({
+  token,
+  // Argon2id work grows with the input: an upper bound keeps one request cheap.
+  password: text(1024).min(1, 'must not be empty'),
+});
+
+export const enrollOttSchema = z.object({
+  token,
+  clientCsr: text(65536).min(1, 'must not be empty'),
+});
+
+export type EnrollmentCreateInput = z.output<typeof enrollmentCreateSchema>;

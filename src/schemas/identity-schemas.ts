@@ -1,0 +1,114 @@
+import { z } from 'zod';
+
+/**
+ * Request bodies of the identity endpoints (decisions.md §3). Bodies may be JSON or form-encoded
+ * (decisions.md §2), so booleans and integers also come as the strings a form carries.
+ */
+
+/** Text stored in PostgreSQL: it cannot hold NUL, which would otherwise surface as a 500. */
+export const text = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((s) => !s.includes('\0'), 'must not contain NUL characters');
+
+const formBoolean = (v: unknown) => (v === 'true' ? true : v === 'false' ? false : v);
+export const booleanField = z.preprocess(formBoolean, z.boolean());
+
+export const IDENTITY_TYPES = ['User', 'Device', 'Service', 'Default'] as const;
+export type IdentityTypeName = (typeof IDENTITY_TYPES)[number];
+
+/** Case-insensitive on input, returned in the canonical spelling. */
+const identityType = z.string().transform((value, ctx): IdentityTypeName => {
+  const match = IDENTITY_TYPES.find((t) => t.toLowerCase() === value.toLowerCase());
+  if (match) return match;
+  ctx.addIssue({ code: 'custom', message: `must be one of ${IDENTITY_TYPES.join(', ')}` });
+  return z.NEVER;
+});
+
+const name = text(255)
+  .transform((s) => s.trim())
+  .refine((s) => s.length > 0, 'must not be empty');
+
+/** Blank means none, as in the model service (ziti-facts.md §3.2). */
+const externalId = text(255)
+  .nullable()
+  .transform((s) => (s === null || s.trim() === '' ? null : s));
+
+const roleAttributes = z
+  .array(text(255).min(1))
+  .max(256)
+  .nullable()
+  .transform((list) => [...new Set(list ?? [])]);
+
+/** Any JSON object; jsonb refuses \u0000, so it is refused here with a field error instead. */
+const tags = z
+  .record(z.string(), z.unknown())
+  .nullable()
+  .transform((t) => t ?? {})
+  .refine((t) => !JSON.stringify(t).includes('\\u0000'), 'must not contain NUL characters');
+
+export const username = text(255).min(1, 'must not be empty');
+const id = text(255).min(1, 'must not be empty');
+
+/** `enrollment`: at most one of ott / ottca / updb; two members or `ott: false` alone are refused. */
+const enrollment = z
+  .object({ ott: booleanField.optional(), ottca: id.optional(), updb: username.optional() })
+  .strict()
+  .nullable()
+  .optional()
+  .transform((e, ctx) => {
+    if (!e) return undefined;
+    const members = (['ott', 'ottca', 'updb'] as const).filter((m) => e[m] !== undefined);
+    if (members.length > 1 || e.ott === false) {
+      ctx.addIssue({ code: 'custom', message: 'must request at most one of ott: true, ottca or updb' });
+      return z.NEVER;
+    }
+    if (e.ottca !== undefined) return { method: 'ottca' as const, caId: e.ottca };
+    if (e.updb !== undefined) return { method: 'updb' as const, username: e.updb };
+    if (e.ott === true) return { method: 'ott' as const };
+    return undefined;
+  });
+
+const mutableFields = {
+  name,
+  type: identityType.default('Default'),
+  isAdmin: booleanField,
+  externalId: externalId.optional().transform((v) => v ?? null),
+  authPolicyId: id.optional().transform((v) => v ?? 'default'),
+  roleAttributes: roleAttributes.optional().transform((v) => v ?? []),
+  tags: tags.optional().transform((v) => v ?? {}),
+};
+
+export const identityCreateSchema = z.object({ ...mutableFields, enrollment });
+
+/** PUT replaces every mutable field; enrollment, authenticators and isDefaultAdmin are untouched. */
+export const identityReplaceSchema = z.object(mutableFields);
+
+export const identityPatchSchema = z.object({
+  name: name.optional(),
+  type: identityType.optional(),
+  isAdmin: booleanField.optional(),
+  externalId: externalId.optional(),
+  authPolicyId: id.optional(),
+  roleAttributes: roleAttributes.optional(),
+  tags: tags.optional(),
+});
+
+// Ten years: long enough for any real suspension, short enough to stay a valid timestamp.
+const MAX_DISABLE_MINUTES = 10 * 366 * 24 * 60;
+
+export const identityDisableSchema = z.object({
+  durationMinutes: z
+    .preprocess(
+      (v) => (typeof v === 'string' && /^\d{1,9}$/.test(v) ? Number(v) : v),
+      z.number().int().min(0).max(MAX_DISABLE_MINUTES),
+    )
+    .optional()
+    .transform((v) => v ?? 0),
+});
+
+export type IdentityCreateInput = z.output<typeof identityCreateSchema>;
+export type IdentityReplaceInput = z.output<typeof identityReplaceSchema>;
+export type IdentityPatchInput = z.output<typeof identityPatchSchema>;
+export type EnrollmentRequest = NonNullable<IdentityCreateInput['enrollment']>;

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { booleanField, boundedInt, idRef, nonEmpty, stringList } from './schema-fields.js';
+
+/**
+ * Auth policy bodies (decisions.md §3). Every member is optional here: create and PUT fill the
+ * gaps from a fresh default policy, PATCH from the stored one (policy-service.ts). Nested blocks
+ * are strict so that a misspelt member is an error rather than silently ignored.
+ */
+
+const bool = booleanField.optional();
+// A year of lockout and ten thousand attempts are far past any sensible policy; both fit `integer`.
+const MAX_LOCKOUT_MINUTES = 366 * 24 * 60;
+const MAX_ATTEMPTS = 10_000;
+const MAX_PASSWORD_LENGTH = 1024; // the longest password a login accepts (authenticate-schemas.ts)
+
+const signerRef = z.union([idRef, z.null()]).optional();
+
+const primary = z
+  .object({
+    cert: z.object({ allowed: bool, allowExpiredCerts: bool }).strict().optional(),
+    updb: z
+      .object({
+        allowed: bool,
+        minPasswordLength: boundedInt(1, MAX_PASSWORD_LENGTH).optional(),
+        requireSpecialChar: bool,
+        requireNumberChar: bool,
+        requireMixedCase: bool,
+        maxAttempts: boundedInt(0, MAX_ATTEMPTS).optional(),
+        lockoutDurationMinutes: boundedInt(0, MAX_LOCKOUT_MINUTES).optional(),
+      })
+      .strict()
+      .optional(),
+    extJwt: z
+      .object({ allowed: bool, allowedSigners: stringList(100) })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .optional();
+
+/** `requireExtJwt` is the spec's name (2.2); `requireExtJwtSigner` the model service's, accepted too. */
+const secondary = z
+  .object({ requireTotp: bool, requireExtJwt: signerRef, requireExtJwtSigner: signerRef })
+  .strict()
+  .optional()
+  .transform((s, ctx) => {
+    if (s === undefined) return undefined;
+    const { requireExtJwtSigner: alias, ...rest } = s;
+    if (alias !== undefined && rest.requireExtJwt !== undefined && alias !== rest.requireExtJwt) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['requireExtJwt'],
+        message: 'requireExtJwt and its alias requireExtJwtSigner differ',
+      });
+      return z.NEVER;
+    }
+    return { ...rest, requireExtJwt: rest.requireExtJwt !== undefined ? rest.requireExtJwt : alias };
+  });
+
+const members = { primary, secondary };
+
+export const policyCreateSchema = z.object({ name: nonEmpty(255), ...members });
+export const policyPatchSchema = z.object({ name: nonEmpty(255).optional(), ...members });
+
+/** What create, PUT and PATCH hand the service: a partial policy. */
+export type PolicyPatch = z.output<typeof policyPatchSchema>;

@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { booleanField, nonEmpty, optionalText, optionalUrl, stringList } from './schema-fields.js';
+
+/**
+ * External JWT signer bodies (decisions.md §3). All members optional here; the service fills
+ * create/PUT from the defaults and PATCH from the stored signer, then checks the combined rules
+ * (name and issuer present, exactly one of certPem and jwksEndpoint).
+ */
+export const signerPatchSchema = z.object({
+  name: nonEmpty(255).optional(),
+  enabled: booleanField.optional(),
+  issuer: nonEmpty(1024).optional(),
+  audience: optionalText(1024),
+  certPem: optionalText(65_536),
+  jwksEndpoint: optionalUrl,
+  kid: optionalText(255),
+  claimsProperty: nonEmpty(255)
+    .refine((s) => /^\/?[^/]+(\/[^/]+)*$/.test(s), 'must be a claim name or a JSON pointer such as /sub')
+    .optional(),
+  useExternalId: booleanField.optional(),
+  externalAuthUrl: optionalUrl,
+  clientId: optionalText(255),
+  scopes: stringList(50),
+});
+
+export const signerCreateSchema = signerPatchSchema.extend({
+  name: nonEmpty(255),
+  issuer: nonEmpty(1024),
+});
+
+export type SignerPatch = z.output<typeof signerPatchSchema>;

@@ -1,0 +1,83 @@
+import type { Knex } from 'knex';
+import { AppError } from '../../errors/app-error.js';
+import {
+  CertificateError,
+  parseCertificate,
+  splitPemBundle,
+  verifyChain,
+} from '../../crypto/certificates.js';
+import {
+  authenticatorsRepository,
+  type Authenticator,
+} from '../../repositories/authenticators-repository.js';
+import { authPoliciesRepository } from '../../repositories/auth-policies-repository.js';
+import { casRepository } from '../../repositories/cas-repository.js';
+import { identitiesRepository } from '../../repositories/identities-repository.js';
+import type { PkiMaterial } from '../pki-service.js';
+import { isDisabled } from './identity-status.js';
+import type { PrimaryAuthResult } from './primary-result.js';
+
+export interface CertMethodDeps {
+  knex: Knex;
+  pki: Pick<PkiMaterial, 'signingCa'>;
+  now?: () => Date;
+}
+
+const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail });
+
+const toPem = (der: Buffer) =>
+  `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n')}\n-----END CERTIFICATE-----\n`;
+
+/**
+ * Client-certificate authentication (spec 4.2 note 1, 5.2). The leaf must chain to our signing CA
+ * or to a verified, auth-enabled 3rd-party CA, and be enrolled (a `cert` authenticator with its
+ * fingerprint). Certificates of a CA with auto-enrollment but no authenticator are refused: auto
+ * CA enrollment is not offered. Every refusal is the same 401 INVALID_AUTH.
+ */
+export function createCertMethod({ knex, pki, now = () => new Date() }: CertMethodDeps) {
+  const ourCas = splitPemBundle(pki.signingCa.certPem);
+
+  /** Whether the chain is trusted for this authenticator, and whether by our own PKI. */
+  async function trust(leaf: Buffer, intermediates: string[], authenticator: Authenticator) {
+    if (authenticator.caId === null && (await verifyChain(leaf, intermediates, ourCas)))
+      return { ours: true };
+    // decisions.md §3: only verified, auth-enabled CAs authenticate anyone.
+    const cas = (await casRepository.listAuthEnabled(knex)).filter(
+      (ca) => authenticator.caId === null || ca.id === authenticator.caId,
+    );
+    for (const ca of cas) {
+      if (await verifyChain(leaf, intermediates, [ca.certPem])) return { ours: false };
+    }
+    return undefined;
+  }
+
+  return async function authenticateCertificate(chain: Buffer[]): Promise<PrimaryAuthResult> {
+    const [leaf, ...rest] = chain;
+    if (!leaf) throw invalidAuth('no client certificate');
+    let cert;
+    try {
+      cert = parseCertificate(leaf);
+    } catch (err) {
+      if (err instanceof CertificateError) throw invalidAuth('unparseable client certificate');
+      throw err;
+    }
+    const authenticator = await authenticatorsRepository.findByFingerprint(knex, cert.fingerprint);
+    if (!authenticator) throw invalidAuth('certificate not enrolled');
+    const trusted = await trust(leaf, rest.map(toPem), authenticator);
+    if (!trusted) throw invalidAuth('certificate chain not trusted');
+
+    const identity = await identitiesRepository.findById(knex, authenticator.identityId);
+    const policy = identity && (await authPoliciesRepository.findById(knex, identity.authPolicyId));
+    if (!identity || !policy) throw invalidAuth('identity vanished');
+    if (!policy.primary.cert.allowed) throw invalidAuth('policy does not allow cert');
+    const at = now();
+    if (cert.notBefore > at) throw invalidAuth('certificate not yet valid');
+    if (cert.notAfter < at && !policy.primary.cert.allowExpiredCerts)
+      throw invalidAuth('certificate expired');
+    if (isDisabled(identity, at)) throw invalidAuth('identity disabled or locked');
+    // z_ice (decisions.md §5): only a certificate of our own PKI can be extended by us.
+    return { identity, policy, amr: ['cert'], isCertExtendable: trusted.ours };
+  };
+}
+
+export type CertMethod = ReturnType<typeof createCertMethod>;

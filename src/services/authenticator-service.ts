@@ -1,0 +1,49 @@
+import type { Knex } from 'knex';
+import { AppError } from '../errors/app-error.js';
+import { parseListQuery } from '../repositories/list-query.js';
+import {
+  authenticatorListFields,
+  authenticatorsRepository,
+  type Authenticator,
+} from '../repositories/authenticators-repository.js';
+
+/** What the management API shows of an authenticator: never the password hash. */
+export function authenticatorView(a: Authenticator) {
+  return {
+    id: a.id,
+    identityId: a.identityId,
+    method: a.method,
+    ...(a.method === 'updb' ? { username: a.username } : {}),
+    ...(a.method === 'cert'
+      ? { fingerprint: a.certFingerprint, certPem: a.certPem, caId: a.caId, isExtendable: a.isExtendable }
+      : {}),
+    createdAt: a.createdAt.toISOString(),
+    updatedAt: a.updatedAt.toISOString(),
+  };
+}
+
+/** `/authenticators` (decisions.md §3): list, detail, delete. */
+export function createAuthenticatorService({ knex }: { knex: Knex }) {
+  return {
+    async list(query: Record<string, unknown>) {
+      const q = parseListQuery(query, authenticatorListFields, 'createdAt asc');
+      const { items, totalCount } = await authenticatorsRepository.list(knex, q);
+      return {
+        items: items.map(authenticatorView),
+        pagination: { limit: q.limit, offset: q.offset, totalCount },
+      };
+    },
+
+    async get(id: string) {
+      const authenticator = await authenticatorsRepository.findById(knex, id);
+      if (!authenticator) throw new AppError('NOT_FOUND');
+      return authenticatorView(authenticator);
+    },
+
+    async delete(id: string): Promise<void> {
+      if (!(await authenticatorsRepository.delete(knex, id))) throw new AppError('NOT_FOUND');
+    },
+  };
+}
+
+export type AuthenticatorService = ReturnType<typeof createAuthenticatorService>;

@@ -1,0 +1,160 @@
+import type { Knex } from 'knex';
+import { AppError, validationError } from '../errors/app-error.js';
+import { isUniqueViolation } from '../db/db-errors.js';
+import { constantTimeEqual, newId, newToken } from '../crypto/random.js';
+import {
+  CertificateError,
+  isIssuedBy,
+  parseCertificate,
+  splitPemBundle,
+  type ParsedCertificate,
+} from '../crypto/certificates.js';
+import { casRepository, caListFields, type Ca, type CaChanges } from '../repositories/cas-repository.js';
+import { parseListQuery } from '../repositories/list-query.js';
+import type { CaCreateInput, CaUpdateInput } from '../schemas/ca-schemas.js';
+
+export interface CaServiceDeps {
+  knex: Knex;
+  now?: () => Date;
+}
+
+/** The detail of decisions.md §3 (fingerprint, isVerified and verificationToken included). */
+export const caView = (ca: Ca) => ({
+  id: ca.id,
+  name: ca.name,
+  certPem: ca.certPem,
+  fingerprint: ca.fingerprint,
+  isAuthEnabled: ca.isAuthEnabled,
+  isOttCaEnrollmentEnabled: ca.isOttCaEnrollmentEnabled,
+  isAutoCaEnrollmentEnabled: ca.isAutoCaEnrollmentEnabled,
+  identityRoles: ca.identityRoles,
+  isVerified: ca.isVerified,
+  verificationToken: ca.verificationToken,
+  createdAt: ca.createdAt.toISOString(),
+  updatedAt: ca.updatedAt.toISOString(),
+});
+
+/** One PEM certificate, parsed; anything else is a field error. */
+function parseOne(pem: string, field: string): { pem: string; cert: ParsedCertificate } {
+  const blocks = splitPemBundle(pem);
+  if (blocks.length !== 1) throw validationError(field, 'must hold exactly one PEM certificate');
+  try {
+    return { pem: `${blocks[0]}\n`, cert: parseCertificate(blocks[0]!) };
+  } catch (err) {
+    if (err instanceof CertificateError) throw validationError(field, 'is not an X.509 certificate');
+    throw err;
+  }
+}
+
+const notFound = () => new AppError('NOT_FOUND', { message: 'no CA with this id' });
+
+function mapWriteError(err: unknown): never {
+  if (isUniqueViolation(err, 'cas__name_unique')) {
+    throw new AppError('CONFLICT', { cause: { field: 'name', reason: 'a CA with this name exists' } });
+  }
+  if (isUniqueViolation(err, 'cas__fingerprint_unique')) {
+    throw new AppError('CONFLICT', {
+      cause: { field: 'certPem', reason: 'this CA certificate is registered' },
+    });
+  }
+  throw err;
+}
+
+const changesOf = (input: CaUpdateInput): CaChanges =>
+  Object.fromEntries(Object.entries(input).filter(([k, v]) => v !== undefined && k !== 'certPem'));
+
+/** 3rd-party CAs (decisions.md §3): registered, then proven by a certificate naming the token. */
+export function createCaService({ knex, now = () => new Date() }: CaServiceDeps) {
+  async function write<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      mapWriteError(err);
+    }
+  }
+
+  return {
+    async list(query: Record<string, unknown>) {
+      const q = parseListQuery(query, caListFields, 'name');
+      const { items, totalCount } = await casRepository.page(knex, q);
+      return { items: items.map(caView), page: { limit: q.limit, offset: q.offset, totalCount } };
+    },
+
+    async get(id: string) {
+      const ca = await casRepository.findById(knex, id);
+      if (!ca) throw notFound();
+      return caView(ca);
+    },
+
+    async create(input: CaCreateInput): Promise<string> {
+      const { pem, cert } = parseOne(input.certPem, 'certPem');
+      if (!cert.isCa) throw validationError('certPem', 'must be a CA certificate (basicConstraints cA)');
+      if (cert.notAfter < now()) throw validationError('certPem', 'the CA certificate has expired');
+      const id = newId();
+      await write(() =>
+        casRepository.insert(knex, {
+          id,
+          name: input.name,
+          certPem: pem,
+          fingerprint: cert.fingerprint,
+          isAuthEnabled: input.isAuthEnabled ?? true,
+          isOttCaEnrollmentEnabled: input.isOttCaEnrollmentEnabled ?? true,
+          isAutoCaEnrollmentEnabled: input.isAutoCaEnrollmentEnabled ?? false,
+          identityRoles: input.identityRoles ?? [],
+          // The subject CN of the proof certificate (ziti-facts.md §7); 32 characters fit any CN.
+          verificationToken: newToken(24),
+        }),
+      );
+      return id;
+    },
+
+    /** PUT and PATCH: the certificate is the CA's identity and cannot change. */
+    async update(id: string, input: CaUpdateInput, replace: boolean): Promise<void> {
+      const current = await casRepository.findById(knex, id);
+      if (!current) throw notFound();
+      if (
+        input.certPem !== undefined &&
+        parseOne(input.certPem, 'certPem').cert.fingerprint !== current.fingerprint
+      ) {
+        throw validationError('certPem', 'cannot be changed; register a new CA instead');
+      }
+      const defaults: CaChanges = replace
+        ? {
+            isAuthEnabled: true,
+            isOttCaEnrollmentEnabled: true,
+            isAutoCaEnrollmentEnabled: false,
+            identityRoles: [],
+          }
+        : {};
+      const updated = await write(() => casRepository.update(knex, id, { ...defaults, ...changesOf(input) }));
+      if (!updated) throw notFound();
+    },
+
+    async remove(id: string): Promise<void> {
+      // Outstanding OTTCA enrollments go with it (FK cascade, ziti-facts.md §7).
+      if (!(await casRepository.delete(knex, id))) throw notFound();
+    },
+
+    /** `POST /cas/{id}/verify`: a certificate signed by the CA whose subject CN is the token. */
+    async verify(id: string, body: string) {
+      const ca = await casRepository.findById(knex, id);
+      if (!ca) throw notFound();
+      if (ca.isVerified) throw new AppError('CONFLICT', { message: 'the CA is already verified' });
+      const { pem, cert } = parseOne(body, 'body');
+      if (!(await isIssuedBy(pem, ca.certPem))) {
+        throw validationError('body', 'the certificate is not signed by this CA');
+      }
+      if (!constantTimeEqual(cert.subjectCn ?? '', ca.verificationToken)) {
+        throw validationError('body', 'the certificate subject CN must equal the verificationToken');
+      }
+      const at = now();
+      if (cert.notBefore > at || cert.notAfter < at) {
+        throw validationError('body', 'the certificate is not valid at this time');
+      }
+      if (!(await casRepository.markVerified(knex, id, ca.verificationToken))) throw notFound();
+      return caView((await casRepository.findById(knex, id))!);
+    },
+  };
+}
+
+export type CaService = ReturnType<typeof createCaService>;

@@ -1,0 +1,154 @@
+import type { Knex } from 'knex';
+import { AppError, validationError } from '../errors/app-error.js';
+import { certFingerprint, parseCertificate, verifyChain, CertificateError } from '../crypto/certificates.js';
+import { hashPassword } from '../crypto/passwords.js';
+import { CsrError, signClientCsr } from '../crypto/pki.js';
+import { toPem } from '../crypto/pki-keys.js';
+import { newId } from '../crypto/random.js';
+import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
+import {
+  authenticatorsRepository,
+  type NewAuthenticator,
+} from '../repositories/authenticators-repository.js';
+import { casRepository } from '../repositories/cas-repository.js';
+import { identitiesRepository } from '../repositories/identities-repository.js';
+import {
+  enrollmentsRepository,
+  type Enrollment,
+  type EnrollmentMethod,
+} from '../repositories/enrollments-repository.js';
+import { withConstraintErrors } from './constraint-errors.js';
+import { passwordRuleViolation } from './password-rules.js';
+import type { PkiMaterial } from './pki-service.js';
+
+export interface EnrollmentCompletionDeps {
+  knex: Knex;
+  pki: Pick<PkiMaterial, 'signingCa'>;
+  /** SPIFFE trust domain of the URI SAN that names the identity (`config.pki.trustDomain`). */
+  trustDomain: string;
+  now?: () => Date;
+}
+
+type Credential = Omit<NewAuthenticator, 'id' | 'identityId' | 'method'>;
+
+const certificateFailed = (message: string) => new AppError('CERTIFICATE_FAILED_VALIDATION', { message });
+
+/**
+ * Completing an enrollment on the client API (decisions.md §3): the token is checked, the
+ * credential is prepared, and then — in ONE transaction — the token is consumed by a single
+ * DELETE … RETURNING and the authenticator written. Of parallel completions of one token exactly
+ * one wins; the others find it gone (INVALID_ENROLLMENT_TOKEN). A refused authenticator (duplicate
+ * certificate) rolls the consumption back, so the token stays usable.
+ */
+export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
+  const { knex } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function pending(token: string, method: EnrollmentMethod): Promise<Enrollment> {
+    const enrollment = await enrollmentsRepository.findByToken(knex, token);
+    if (!enrollment) throw new AppError('INVALID_ENROLLMENT_TOKEN');
+    if (enrollment.method !== method) throw new AppError('INVALID_ENROLL_METHOD');
+    if (enrollment.expiresAt <= now()) throw new AppError('ENROLLMENT_EXPIRED');
+    return enrollment;
+  }
+
+  async function consumeInto(e: Enrollment, credential: Credential): Promise<void> {
+    await withConstraintErrors(() =>
+      knex.transaction(async (trx) => {
+        const consumed = await enrollmentsRepository.consume(trx, e.token, {
+          method: e.method,
+          validAt: now(),
+        });
+        if (!consumed) throw new AppError('INVALID_ENROLLMENT_TOKEN');
+        await authenticatorsRepository.insert(trx, {
+          id: newId(),
+          identityId: consumed.identityId,
+          method: e.method === 'updb' ? 'updb' : 'cert',
+          ...credential,
+        });
+      }),
+    );
+  }
+
+  async function passwordRulesOf(identityId: string) {
+    const identity = await identitiesRepository.findById(knex, identityId);
+    const policy = identity && (await authPoliciesRepository.findById(knex, identity.authPolicyId));
+    if (!policy) throw new AppError('INVALID_ENROLLMENT_TOKEN');
+    return policy.primary.updb;
+  }
+
+  return {
+    /** UPDB: the username fixed at creation, the password checked against the policy's rules. */
+    async updb(token: string, password: string): Promise<void> {
+      const enrollment = await pending(token, 'updb');
+      const violation = passwordRuleViolation(await passwordRulesOf(enrollment.identityId), password);
+      if (violation) throw validationError('password', violation);
+      await consumeInto(enrollment, {
+        username: enrollment.username,
+        passwordHash: await hashPassword(password),
+      });
+    },
+
+    /** OTT: signs the CSR with our signing CA; returns the chain (leaf, then the signing CA). */
+    async ott(token: string, csrPem: string): Promise<{ cert: string }> {
+      const enrollment = await pending(token, 'ott');
+      let leafPem: string;
+      try {
+        leafPem = await signClientCsr(deps.pki.signingCa, {
+          csrPem,
+          identityId: enrollment.identityId,
+          trustDomain: deps.trustDomain,
+        });
+      } catch (err) {
+        if (err instanceof CsrError) throw validationError('clientCsr', err.message);
+        throw err;
+      }
+      await consumeInto(enrollment, {
+        certFingerprint: certFingerprint(leafPem),
+        certPem: leafPem,
+        // Our own PKI issued it, so it can be extended later (z_ice, decisions.md §5).
+        isExtendable: true,
+      });
+      return { cert: leafPem + deps.pki.signingCa.certPem };
+    },
+
+    /** OTTCA: the TLS client certificate (DER chain, leaf first) must come from the enrollment's CA. */
+    async ottca(token: string, peerChain: Buffer[]): Promise<void> {
+      const enrollment = await pending(token, 'ottca');
+      const ca = enrollment.caId ? await casRepository.findById(knex, enrollment.caId) : undefined;
+      if (!ca || !ca.isVerified || !ca.isOttCaEnrollmentEnabled)
+        throw new AppError('ENROLLMENT_CA_NOT_VALID');
+      const [leaf, ...intermediates] = peerChain;
+      if (!leaf) throw certificateFailed('a client certificate issued by the enrollment CA is required');
+      assertUsableLeaf(leaf, now());
+      const chained = await verifyChain(
+        leaf,
+        intermediates.map((der) => toPem('CERTIFICATE', der)),
+        [ca.certPem],
+      ).catch(() => false);
+      if (!chained) throw certificateFailed('the client certificate was not issued by the enrollment CA');
+      await consumeInto(enrollment, {
+        certFingerprint: certFingerprint(leaf),
+        certPem: toPem('CERTIFICATE', leaf),
+        caId: ca.id,
+      });
+    },
+  };
+}
+
+/** An end-entity certificate inside its validity period (verifyChain leaves dates to callers). */
+function assertUsableLeaf(der: Buffer, at: Date): void {
+  let parsed;
+  try {
+    parsed = parseCertificate(der);
+  } catch (err) {
+    if (err instanceof CertificateError) throw certificateFailed('the client certificate cannot be read');
+    throw err;
+  }
+  if (parsed.isCa) throw certificateFailed('a CA certificate cannot be a client certificate');
+  if (parsed.notBefore > at || parsed.notAfter <= at) {
+    throw certificateFailed('the client certificate is expired or not yet valid');
+  }
+}
+
+export type EnrollmentCompletion = ReturnType<typeof createEnrollmentCompletion>;

@@ -1,0 +1,180 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/create-database.js';
+import { AppError, validationError } from '../errors/app-error.js';
+import { newId } from '../crypto/random.js';
+import { parseListQuery } from '../repositories/list-query.js';
+import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
+import {
+  identitiesRepository,
+  identityListFields,
+  roleAttributesRepository,
+  type Identity,
+  type IdentityChanges,
+} from '../repositories/identities-repository.js';
+import type {
+  IdentityCreateInput,
+  IdentityPatchInput,
+  IdentityReplaceInput,
+} from '../schemas/identity-schemas.js';
+import { withConstraintErrors } from './constraint-errors.js';
+import type { EnrollmentService } from './enrollment-service.js';
+import type { IdentityView } from './identity-view.js';
+import type { RevocationService } from './revocation-service.js';
+
+export interface IdentityServiceDeps {
+  knex: Knex;
+  revocations: RevocationService;
+  enrollments: EnrollmentService;
+  view: IdentityView;
+  now?: () => Date;
+}
+
+type IdentityUpdate = IdentityChanges & { roleAttributes?: string[] };
+
+const notFound = () => new AppError('NOT_FOUND');
+
+async function assertPolicyExists(db: Db, authPolicyId: string): Promise<void> {
+  if (!(await authPoliciesRepository.findById(db, authPolicyId))) {
+    throw new AppError('NOT_FOUND', { cause: { field: 'authPolicyId', reason: 'no such auth policy' } });
+  }
+}
+
+async function lockIdentity(trx: Db, id: string): Promise<Identity> {
+  const identity = await identitiesRepository.findByIdForUpdate(trx, id);
+  if (!identity) throw notFound();
+  return identity;
+}
+
+/** decisions.md §3: a change of isAdmin or authPolicyId ends the identity's sessions and tokens. */
+const changesPrivileges = (current: Identity, u: IdentityUpdate) =>
+  (u.isAdmin !== undefined && u.isAdmin !== current.isAdmin) ||
+  (u.authPolicyId !== undefined && u.authPolicyId !== current.authPolicyId);
+
+/**
+ * Identities of the management API (decisions.md §3, spec 2.1 and 3.3). Every change is one
+ * transaction; whatever ends access (delete, disable, privilege change, TOTP reset) goes through
+ * the revocation service in that transaction, and `afterCommit` tells the other parts at once.
+ */
+export function createIdentityService(deps: IdentityServiceDeps) {
+  const { knex, revocations } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  /** Runs `work` in a transaction; when it reports a revocation, publishes it after the commit. */
+  async function write(work: (trx: Knex.Transaction) => Promise<boolean | void>): Promise<void> {
+    const revoked = await withConstraintErrors(() => knex.transaction(work));
+    if (revoked) revocations.afterCommit();
+  }
+
+  async function update(id: string, u: IdentityUpdate): Promise<void> {
+    await write(async (trx) => {
+      const current = await lockIdentity(trx, id);
+      if (u.authPolicyId !== undefined && u.authPolicyId !== current.authPolicyId) {
+        await assertPolicyExists(trx, u.authPolicyId);
+      }
+      // The default admin is the way back in when everything else fails: it stays an admin.
+      if (current.isDefaultAdmin && u.isAdmin === false) {
+        throw validationError('isAdmin', 'the default admin cannot stop being an admin');
+      }
+      const { roleAttributes, ...changes } = u;
+      const revoke = changesPrivileges(current, u);
+      if (revoke) await revocations.revokeIdentity(trx, id, changes);
+      else await identitiesRepository.update(trx, id, changes);
+      if (roleAttributes !== undefined) await roleAttributesRepository.replace(trx, id, roleAttributes);
+      return revoke;
+    });
+  }
+
+  return {
+    /** Identity, role attributes and enrollment in one transaction; returns the new id. */
+    async create(input: IdentityCreateInput): Promise<string> {
+      const id = newId();
+      await write(async (trx) => {
+        await assertPolicyExists(trx, input.authPolicyId);
+        await identitiesRepository.insert(trx, {
+          id,
+          name: input.name,
+          type: input.type,
+          isAdmin: input.isAdmin,
+          externalId: input.externalId,
+          authPolicyId: input.authPolicyId,
+          tags: input.tags,
+        });
+        await roleAttributesRepository.replace(trx, id, input.roleAttributes);
+        if (input.enrollment) {
+          const { method } = input.enrollment;
+          await deps.enrollments.addInTransaction(trx, {
+            identityId: id,
+            ...input.enrollment,
+            fields: { caId: `enrollment.${method}`, username: `enrollment.${method}` },
+          });
+        }
+      });
+      return id;
+    },
+
+    async list(query: Record<string, unknown>) {
+      const q = parseListQuery(query, identityListFields, 'name asc');
+      const { items, totalCount } = await identitiesRepository.list(knex, q);
+      return {
+        items: await deps.view(knex, items),
+        pagination: { limit: q.limit, offset: q.offset, totalCount },
+      };
+    },
+
+    async get(id: string) {
+      const identity = await identitiesRepository.findById(knex, id);
+      if (!identity) throw notFound();
+      const [detail] = await deps.view(knex, [identity]);
+      return detail;
+    },
+
+    /** PUT: every mutable field takes the given or default value. */
+    replace: (id: string, input: IdentityReplaceInput) => update(id, input),
+
+    /** PATCH: only the given fields change. */
+    patch: (id: string, input: IdentityPatchInput) => update(id, input),
+
+    /**
+     * Spec 3.3: API sessions, role attributes, authenticators, enrollments and TOTP configuration
+     * go with the row (ON DELETE CASCADE, migrations 001/002); policies, signers and CAs stay.
+     */
+    async delete(id: string): Promise<void> {
+      await write(async (trx) => {
+        const identity = await lockIdentity(trx, id);
+        if (identity.isDefaultAdmin) throw new AppError('CANNOT_DELETE_DEFAULT_ADMIN');
+        await identitiesRepository.delete(trx, id);
+        await revocations.recordIdentityDeleted(trx, id);
+        return true;
+      });
+    },
+
+    /** `durationMinutes` 0: until an admin enables the identity again. */
+    async disable(id: string, durationMinutes: number): Promise<void> {
+      const disabledUntil = durationMinutes > 0 ? new Date(now().getTime() + durationMinutes * 60_000) : null;
+      await write(async (trx) => {
+        await lockIdentity(trx, id);
+        await revocations.revokeIdentity(trx, id, { disabled: true, disabledUntil });
+        return true;
+      });
+    },
+
+    async enable(id: string): Promise<void> {
+      await write(async (trx) => {
+        await lockIdentity(trx, id);
+        await identitiesRepository.update(trx, id, { disabled: false, disabledUntil: null });
+      });
+    },
+
+    /** Admin TOTP reset: the configuration goes and the identity's sessions end. */
+    async resetMfa(id: string): Promise<void> {
+      await write(async (trx) => {
+        await lockIdentity(trx, id);
+        await identitiesRepository.deleteMfa(trx, id);
+        await revocations.revokeIdentity(trx, id);
+        return true;
+      });
+    },
+  };
+}
+
+export type IdentityService = ReturnType<typeof createIdentityService>;

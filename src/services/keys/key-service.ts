@@ -1,0 +1,147 @@
+import type { Knex } from 'knex';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
+import type { SecretBox } from '../../crypto/secret-box.js';
+import { signingKeysRepository, type SigningKey } from '../../repositories/signing-keys-repository.js';
+
+export type KeyState = 'published' | 'signing' | 'retiring';
+
+export interface KeyView {
+  kid: string;
+  alg: string;
+  state: KeyState;
+  createdAt: string;
+  signsFrom: string;
+  retiredAt: string | null;
+}
+
+/** What a process needs to sign and verify: built from the table, rebuilt when it changes. */
+export interface KeySet {
+  /** Private JWKs, the signing key first: oidc-provider signs with the first matching key (notes §7). */
+  privateJwks: JWK[];
+  publicJwks: JWK[];
+  signingKid: string;
+  /** Changes whenever the published set or the signer changes. */
+  version: string;
+  /** When the state next changes by time alone (a key starts signing, a retired key drops out). */
+  nextChangeAt?: Date;
+}
+
+export interface KeyServiceDeps {
+  knex: Knex;
+  box: SecretBox;
+  /** edge.oidc.keyRotationGrace (s): a new key is published this long before it signs. */
+  rotationGraceSeconds: number;
+  /** The longest lifetime of a token signed by a key (access and ID tokens), in seconds. */
+  maxTokenLifetimeSeconds: number;
+  now?: () => Date;
+}
+
+const ALG = 'RS256';
+// Tokens may be verified a little after `exp` by clients with clock skew (oidc-provider: 15 s).
+const RETIRE_MARGIN_MS = 60_000;
+
+/**
+ * Signing keys in the database (decisions.md §5 ▲): private parts sealed with the master key,
+ * one created under an advisory lock on first start, rotated by publishing first and signing
+ * after the grace period; a retired key stays published until every token it signed has expired.
+ */
+export function createKeyService(deps: KeyServiceDeps) {
+  const now = deps.now ?? (() => new Date());
+  const lifetimeMs = deps.maxTokenLifetimeSeconds * 1000 + RETIRE_MARGIN_MS;
+
+  function stateOf(key: SigningKey, at: Date): KeyState | 'gone' {
+    if (key.signsFrom > at) return 'published';
+    if (key.retiredAt === null || key.retiredAt > at) return 'signing';
+    return key.retiredAt.getTime() + lifetimeMs > at.getTime() ? 'retiring' : 'gone';
+  }
+
+  async function generate(): Promise<Omit<SigningKey, 'createdAt' | 'signsFrom'>> {
+    const { privateKey, publicKey } = await generateKeyPair(ALG, { modulusLength: 2048, extractable: true });
+    const pub = await exportJWK(publicKey);
+    const kid = await calculateJwkThumbprint(pub);
+    const meta = { kid, alg: ALG, use: 'sig' };
+    const privateJwk = { ...(await exportJWK(privateKey)), ...meta };
+    return {
+      kid,
+      alg: ALG,
+      privateJwkEnc: deps.box.seal(JSON.stringify(privateJwk)),
+      publicJwk: { ...pub, ...meta },
+      retiredAt: null,
+    };
+  }
+
+  const view = (key: SigningKey, state: KeyState): KeyView => ({
+    kid: key.kid,
+    alg: key.alg,
+    state,
+    createdAt: key.createdAt.toISOString(),
+    signsFrom: key.signsFrom.toISOString(),
+    retiredAt: key.retiredAt?.toISOString() ?? null,
+  });
+
+  function nextChange(keys: SigningKey[], at: Date): Date | undefined {
+    const moments = keys.flatMap((k) => [
+      k.signsFrom.getTime(),
+      ...(k.retiredAt ? [k.retiredAt.getTime(), k.retiredAt.getTime() + lifetimeMs] : []),
+    ]);
+    const future = moments.filter((t) => t > at.getTime());
+    return future.length > 0 ? new Date(Math.min(...future)) : undefined;
+  }
+
+  return {
+    /** First start: one signing key, created once across all instances (advisory lock). */
+    async ensureKey(): Promise<void> {
+      await deps.knex.transaction(async (trx) => {
+        await signingKeysRepository.lock(trx);
+        const keys = await signingKeysRepository.list(trx);
+        if (keys.some((k) => stateOf(k, now()) === 'signing')) return;
+        await signingKeysRepository.insert(trx, { ...(await generate()), signsFrom: now() });
+      });
+    },
+
+    /** Publishes a new key now; it signs after the grace period, when the current one retires. */
+    async rotate(): Promise<KeyView> {
+      // The key is made first (RSA generation takes a while) so that the whole grace period remains.
+      const material = await generate();
+      const at = now();
+      const key = { ...material, signsFrom: new Date(at.getTime() + deps.rotationGraceSeconds * 1000) };
+      await deps.knex.transaction(async (trx) => {
+        await signingKeysRepository.lock(trx);
+        await signingKeysRepository.retireUnretired(trx, key.signsFrom);
+        await signingKeysRepository.insert(trx, key);
+        await signingKeysRepository.deleteRetiredBefore(trx, new Date(at.getTime() - lifetimeMs));
+      });
+      return view({ ...key, createdAt: at }, stateOf({ ...key, createdAt: at }, now()) as KeyState);
+    },
+
+    async list(): Promise<KeyView[]> {
+      const at = now();
+      const keys = await signingKeysRepository.list(deps.knex);
+      return keys.flatMap((k) => {
+        const state = stateOf(k, at);
+        return state === 'gone' ? [] : [view(k, state)];
+      });
+    },
+
+    async loadKeySet(): Promise<KeySet> {
+      const at = now();
+      const keys = (await signingKeysRepository.list(deps.knex)).filter((k) => stateOf(k, at) !== 'gone');
+      // Newest first: the newest key whose signing time has come signs.
+      const signer = keys.find((k) => stateOf(k, at) === 'signing');
+      if (!signer) throw new Error('no signing key in the database');
+      const ordered = [signer, ...keys.filter((k) => k !== signer)];
+      return {
+        privateJwks: ordered.map((k) => JSON.parse(deps.box.open(k.privateJwkEnc)) as JWK),
+        publicJwks: ordered.map((k) => k.publicJwk as JWK),
+        signingKid: signer.kid,
+        version: `${signer.kid}|${ordered
+          .map((k) => k.kid)
+          .sort()
+          .join(',')}`,
+        nextChangeAt: nextChange(keys, at),
+      };
+    },
+  };
+}
+
+export type KeyService = ReturnType<typeof createKeyService>;

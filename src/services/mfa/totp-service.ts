@@ -1,0 +1,221 @@
+import type { Knex } from 'knex';
+import type { SecretBox } from '../../crypto/secret-box.js';
+import { isForeignKeyViolation } from '../../db/db-errors.js';
+import { AppError } from '../../errors/app-error.js';
+import { identitiesRepository } from '../../repositories/identities-repository.js';
+import { mfaRecoveryCodesRepository } from '../../repositories/mfa-recovery-codes-repository.js';
+import { mfaTotpRepository, type TotpConfig } from '../../repositories/mfa-totp-repository.js';
+import { provisioningUrl } from './provisioning-url.js';
+import { createRecoveryCodeHasher, newRecoveryCodes, normalizeRecoveryCode } from './recovery-codes.js';
+import { createTotpAttempts } from './totp-attempts.js';
+import { matchTotpStep, newTotpSecret } from './totp-codes.js';
+
+export interface TotpServiceDeps {
+  knex: Knex;
+  box: SecretBox;
+  /** `edge.totp.issuer`: the display name in the provisioning URL. */
+  issuer: string;
+  now?: () => Date;
+}
+
+/** The error a wrong login code gets: OIDC says INVALID_TOTP_CODE, legacy sessions MFA_INVALID_TOKEN. */
+export type InvalidCodeError = 'INVALID_TOTP_CODE' | 'MFA_INVALID_TOKEN';
+
+export interface LoginCodeOptions {
+  /** Recovery codes are accepted wherever a TOTP code is at login (decisions.md §5). Default true. */
+  allowRecovery?: boolean;
+  invalidCode?: InvalidCodeError;
+}
+
+export type CodeKind = 'totp' | 'recovery';
+
+export interface EnrollmentStart {
+  isVerified: false;
+  provisioningUrl: string;
+  recoveryCodes: string[];
+}
+
+export interface TotpDetail {
+  isVerified: boolean;
+  /** Only while unverified: the secret is shown until the authenticator app has proven it has it. */
+  provisioningUrl?: string;
+  createdAt: Date;
+  verifiedAt: Date | null;
+}
+
+const notFound = (message: string) => new AppError('NOT_FOUND', { message });
+const withoutSpaces = (code: string) => code.replace(/\s/g, '');
+
+/**
+ * TOTP second factor (spec 2.4, 2.7, 3.2, 5.3; decisions.md §4, §5, §7): enrollment, login codes,
+ * recovery codes. RFC 6238 SHA-1/6 digits/30 s/±1 step; each time step accepted once per
+ * identity; the secret sealed with the master key; at most 5 failed codes per 15 minutes.
+ */
+export function createTotpService({ knex, box, issuer, now = () => new Date() }: TotpServiceDeps) {
+  const hashCode = createRecoveryCodeHasher(knex, box);
+  const limited = createTotpAttempts({ knex, now });
+  const invalid = (code: InvalidCodeError, detail: string) => new AppError(code, { detail });
+
+  /** New codes and their hashes, computed before any transaction (PGlite has one connection). */
+  async function freshRecoveryCodes(identityId: string) {
+    const codes = newRecoveryCodes();
+    return { codes, hashes: await Promise.all(codes.map((c) => hashCode(identityId, c))) };
+  }
+
+  async function checkVerifiedCode(config: TotpConfig, code: string, allowRecovery: boolean) {
+    const secret = box.open(config.secretEnc);
+    const step = await matchTotpStep(secret, withoutSpaces(code), now(), config.lastUsedStep);
+    if (step !== undefined) {
+      return (await mfaTotpRepository.consumeStep(knex, config.identityId, step))
+        ? ('totp' as const)
+        : undefined;
+    }
+    const recovery = allowRecovery ? normalizeRecoveryCode(code) : undefined;
+    if (recovery === undefined) return undefined;
+    const hash = await hashCode(config.identityId, recovery);
+    const used = await mfaRecoveryCodesRepository.consume(knex, config.identityId, hash, now());
+    return used ? ('recovery' as const) : undefined;
+  }
+
+  async function verifyLoginCode(
+    identityId: string,
+    code: string,
+    { allowRecovery = true, invalidCode = 'MFA_INVALID_TOKEN' }: LoginCodeOptions = {},
+  ): Promise<CodeKind> {
+    // An unverified enrollment's secret never satisfies a login (ziti-facts.md, weakness 5).
+    const config = await mfaTotpRepository.find(knex, identityId);
+    if (!config?.isVerified) throw invalid(invalidCode, 'no verified TOTP configuration');
+    const kind = await limited(identityId, () => checkVerifiedCode(config, code, allowRecovery));
+    if (!kind) throw invalid(invalidCode, 'wrong, replayed or used code');
+    return kind;
+  }
+
+  async function startEnrollment(identityId: string, identityName: string): Promise<EnrollmentStart> {
+    const secret = newTotpSecret();
+    const { codes, hashes } = await freshRecoveryCodes(identityId);
+    try {
+      await knex.transaction(async (trx) => {
+        const created = await mfaTotpRepository.insertIfAbsent(trx, identityId, box.seal(secret));
+        if (!created) throw new AppError('MFA_EXISTS');
+        await mfaRecoveryCodesRepository.replace(trx, identityId, hashes);
+      });
+    } catch (err) {
+      if (isForeignKeyViolation(err)) throw notFound('the identity no longer exists');
+      throw err;
+    }
+    return {
+      isVerified: false,
+      provisioningUrl: provisioningUrl(issuer, identityName, secret),
+      recoveryCodes: codes,
+    };
+  }
+
+  /**
+   * A TOTP code (never a recovery code: it would prove nothing about the app) verifies it. No
+   * failure limit here: whoever holds this enrollment was just shown its secret.
+   */
+  async function verifyEnrollment(identityId: string, code: string): Promise<void> {
+    const config = await mfaTotpRepository.find(knex, identityId);
+    if (!config || config.isVerified) throw notFound('no TOTP enrollment is in progress');
+    const step = await matchTotpStep(
+      box.open(config.secretEnc),
+      withoutSpaces(code),
+      now(),
+      config.lastUsedStep,
+    );
+    if (step === undefined) throw invalid('MFA_INVALID_TOKEN', 'wrong enrollment code');
+    const verified = await mfaTotpRepository.markVerified(knex, identityId, step, now());
+    if (!verified) throw invalid('MFA_INVALID_TOKEN', 'enrollment changed or code replayed');
+  }
+
+  /** Drops an unverified enrollment and its codes; 404 when none is in progress. */
+  async function abandonEnrollment(identityId: string): Promise<void> {
+    await knex.transaction(async (trx) => {
+      if (!(await mfaTotpRepository.deleteUnverified(trx, identityId))) {
+        throw notFound('no TOTP enrollment is in progress');
+      }
+      await mfaRecoveryCodesRepository.deleteAll(trx, identityId);
+    });
+  }
+
+  /** Removes the configuration: an unverified one freely, a verified one only with a valid code. */
+  async function remove(identityId: string, code?: string): Promise<void> {
+    const config = await mfaTotpRepository.find(knex, identityId);
+    if (!config) throw notFound('no TOTP configuration');
+    if (!config.isVerified) return abandonEnrollment(identityId);
+    if (!code) throw invalid('MFA_INVALID_TOKEN', 'a code is required to remove a verified configuration');
+    await verifyLoginCode(identityId, code);
+    await knex.transaction(async (trx) => {
+      await mfaTotpRepository.delete(trx, identityId);
+      await mfaRecoveryCodesRepository.deleteAll(trx, identityId);
+    });
+  }
+
+  /** Replaces every recovery code after a valid code; the new ones are returned once. */
+  async function regenerateRecoveryCodes(identityId: string, code: string): Promise<string[]> {
+    const config = await mfaTotpRepository.find(knex, identityId);
+    if (!config?.isVerified) throw notFound('no verified TOTP configuration');
+    await verifyLoginCode(identityId, code);
+    const { codes, hashes } = await freshRecoveryCodes(identityId);
+    await knex.transaction(async (trx) => {
+      if (!(await mfaTotpRepository.find(trx, identityId))) throw notFound('no verified TOTP configuration');
+      await mfaRecoveryCodesRepository.replace(trx, identityId, hashes);
+    });
+    return codes;
+  }
+
+  async function remainingRecoveryCodes(identityId: string): Promise<number> {
+    if (!(await mfaTotpRepository.find(knex, identityId))) throw notFound('no TOTP configuration');
+    return mfaRecoveryCodesRepository.countUnused(knex, identityId);
+  }
+
+  /** decisions.md §4: the policy asks for TOTP, or the identity has a verified configuration. */
+  async function isRequired(identityId: string, policy: { secondary: { requireTotp: boolean } }) {
+    return policy.secondary.requireTotp || (await status(identityId)).verified;
+  }
+
+  async function status(identityId: string): Promise<{ enrolled: boolean; verified: boolean }> {
+    const config = await mfaTotpRepository.find(knex, identityId);
+    return { enrolled: config !== undefined, verified: config?.isVerified ?? false };
+  }
+
+  async function urlWhileUnverified(config: TotpConfig): Promise<string | undefined> {
+    if (config.isVerified) return undefined;
+    const identity = await identitiesRepository.findById(knex, config.identityId);
+    return identity && provisioningUrl(issuer, identity.name, box.open(config.secretEnc));
+  }
+
+  /** The provisioning URL while the enrollment is unverified (QR code), else undefined. */
+  async function provisioningUrlFor(identityId: string): Promise<string | undefined> {
+    const config = await mfaTotpRepository.find(knex, identityId);
+    return config && urlWhileUnverified(config);
+  }
+
+  async function detail(identityId: string): Promise<TotpDetail | undefined> {
+    const config = await mfaTotpRepository.find(knex, identityId);
+    if (!config) return undefined;
+    const url = await urlWhileUnverified(config);
+    return {
+      isVerified: config.isVerified,
+      ...(url ? { provisioningUrl: url } : {}),
+      createdAt: config.createdAt,
+      verifiedAt: config.verifiedAt,
+    };
+  }
+
+  return {
+    startEnrollment,
+    verifyEnrollment,
+    abandonEnrollment,
+    verifyLoginCode,
+    status,
+    isRequired,
+    remove,
+    regenerateRecoveryCodes,
+    remainingRecoveryCodes,
+    provisioningUrlFor,
+    detail,
+  };
+}
+
+export type TotpService = ReturnType<typeof createTotpService>;

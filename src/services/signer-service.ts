@@ -1,0 +1,149 @@
+import type { Knex } from 'knex';
+import { AppError, validationError } from '../errors/app-error.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../db/db-errors.js';
+import { newId } from '../crypto/random.js';
+import { CertificateError, parseCertificate, splitPemBundle } from '../crypto/certificates.js';
+import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
+import {
+  externalJwtSignersRepository,
+  signerConstraints,
+  signerListFields,
+  type ExternalJwtSigner,
+  type ExternalJwtSignerInput,
+} from '../repositories/external-jwt-signers-repository.js';
+import { parseListQuery } from '../repositories/list-query.js';
+import type { SignerPatch } from '../schemas/signer-schemas.js';
+
+export interface SignerServiceDeps {
+  knex: Knex;
+  now?: () => Date;
+}
+
+/** Defaults of decisions.md §3: claim `sub`, matched against `externalId` (rule 4 of spec 2.1). */
+const SIGNER_DEFAULTS: Omit<ExternalJwtSignerInput, 'name' | 'issuer'> = {
+  enabled: true,
+  audience: null,
+  certPem: null,
+  jwksEndpoint: null,
+  kid: null,
+  claimsProperty: 'sub',
+  useExternalId: true,
+  externalAuthUrl: null,
+  clientId: null,
+  scopes: [],
+};
+
+type SignerBase = Omit<ExternalJwtSignerInput, 'name' | 'issuer'> & { name?: string; issuer?: string };
+
+function merge(base: SignerBase, patch: SignerPatch): ExternalJwtSignerInput {
+  const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+  const merged = { ...base, ...defined } as SignerBase;
+  return { ...merged, name: merged.name ?? '', issuer: merged.issuer ?? '' };
+}
+
+/** The one-key form must hold exactly one X.509 certificate that is valid today. */
+function checkKeySource(s: ExternalJwtSignerInput, now: Date): ExternalJwtSignerInput {
+  if ((s.certPem === null) === (s.jwksEndpoint === null)) {
+    throw validationError('certPem', 'exactly one of certPem and jwksEndpoint must be given');
+  }
+  if (s.certPem === null) return s;
+  const blocks = splitPemBundle(s.certPem);
+  if (blocks.length !== 1) throw validationError('certPem', 'must hold exactly one PEM certificate');
+  try {
+    const cert = parseCertificate(blocks[0]!);
+    if (cert.notAfter < now) throw validationError('certPem', 'the certificate has expired');
+  } catch (err) {
+    if (err instanceof CertificateError) throw validationError('certPem', 'is not an X.509 certificate');
+    throw err;
+  }
+  return { ...s, certPem: `${blocks[0]}\n` };
+}
+
+/** Management view: every field, key material included (admins only). */
+export const signerView = (s: ExternalJwtSigner) => ({
+  ...s,
+  createdAt: s.createdAt.toISOString(),
+  updatedAt: s.updatedAt.toISOString(),
+});
+
+/** The anonymous client view (decisions.md §3): what a client needs to start the IdP flow. */
+export const publicSignerView = (s: ExternalJwtSigner) => ({
+  id: s.id,
+  name: s.name,
+  issuer: s.issuer,
+  externalAuthUrl: s.externalAuthUrl,
+  clientId: s.clientId,
+  scopes: s.scopes,
+});
+
+const notFound = () => new AppError('NOT_FOUND', { message: 'no external JWT signer with this id' });
+const inUse = () =>
+  new AppError('CONFLICT', { message: 'the external JWT signer is named by at least one auth policy' });
+
+function mapWriteError(err: unknown): never {
+  if (isUniqueViolation(err, signerConstraints.nameUnique)) {
+    throw new AppError('CONFLICT', { cause: { field: 'name', reason: 'a signer with this name exists' } });
+  }
+  if (isUniqueViolation(err, signerConstraints.issuerUnique)) {
+    throw new AppError('CONFLICT', {
+      cause: { field: 'issuer', reason: 'a signer with this issuer exists' },
+    });
+  }
+  if (isForeignKeyViolation(err)) throw inUse();
+  throw err;
+}
+
+/** External JWT signers CRUD (decisions.md §3). */
+export function createSignerService({ knex, now = () => new Date() }: SignerServiceDeps) {
+  async function write<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+    try {
+      return await knex.transaction(work);
+    } catch (err) {
+      mapWriteError(err);
+    }
+  }
+
+  async function update(id: string, build: (current: ExternalJwtSigner) => ExternalJwtSignerInput) {
+    await write(async (trx) => {
+      const current = await externalJwtSignersRepository.findById(trx, id);
+      if (!current) throw notFound();
+      await externalJwtSignersRepository.update(trx, id, checkKeySource(build(current), now()));
+    });
+  }
+
+  return {
+    async list(query: Record<string, unknown>, onlyEnabled = false) {
+      const q = parseListQuery(query, signerListFields, 'name');
+      const { items, totalCount } = await externalJwtSignersRepository.list(knex, q, onlyEnabled);
+      return { items, page: { limit: q.limit, offset: q.offset, totalCount } };
+    },
+
+    async get(id: string): Promise<ExternalJwtSigner> {
+      const signer = await externalJwtSignersRepository.findById(knex, id);
+      if (!signer) throw notFound();
+      return signer;
+    },
+
+    async create(patch: SignerPatch): Promise<string> {
+      const id = newId();
+      const signer = checkKeySource(merge(SIGNER_DEFAULTS, patch), now());
+      await write((trx) => externalJwtSignersRepository.insert(trx, id, signer));
+      return id;
+    },
+
+    /** PUT: omitted members take the defaults, as on create. */
+    replace: (id: string, patch: SignerPatch) => update(id, () => merge(SIGNER_DEFAULTS, patch)),
+
+    patch: (id: string, patch: SignerPatch) => update(id, (current) => merge(current, patch)),
+
+    async remove(id: string): Promise<void> {
+      await write(async (trx) => {
+        if (!(await externalJwtSignersRepository.findById(trx, id))) throw notFound();
+        if (await authPoliciesRepository.usesSigner(trx, id)) throw inUse();
+        await externalJwtSignersRepository.delete(trx, id);
+      });
+    },
+  };
+}
+
+export type SignerService = ReturnType<typeof createSignerService>;

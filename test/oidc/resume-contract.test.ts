@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { resumeCookieHeader, signCookie } from '../../src/oidc/resume-in-process.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { startAuthorization } from '../helpers/oidc-client.js';
+
+/**
+ * The in-process resume (src/oidc/resume-in-process.ts) emulates what a browser would send back to
+ * oidc-provider. These are the provider internals it relies on; an upgrade that changes any of
+ * them must fail here, loudly, before it breaks logins (oidc-provider-notes.md, corrections box).
+ */
+describe('contract: oidc-provider internals behind the in-process resume', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  const entry = () => server.app.services.routeDeps.oidc!.registry.pick(new URL(server.url).host)!;
+
+  test('oidc-provider is pinned to the exact version the resume was verified with', () => {
+    const ours = JSON.parse(readFileSync('package.json', 'utf8'));
+    const installed = JSON.parse(readFileSync('node_modules/oidc-provider/package.json', 'utf8'));
+
+    expect(ours.dependencies['oidc-provider']).toBe('9.13.3');
+    expect(installed.version).toBe('9.13.3');
+  });
+
+  test('the resume cookie is named _interaction_resume, scoped to /oidc/authorization/<uid>, keygrip-signed', async () => {
+    const started = await startAuthorization(server.client);
+    const uid = started.authRequestId;
+
+    const cookies = started.response.headerAll('set-cookie');
+    const resume = cookies.find((c) => c.startsWith(`_interaction_resume=${uid};`));
+    const signature = cookies.find((c) => c.startsWith('_interaction_resume.sig='));
+
+    expect(entry().resumeCookieName).toBe('_interaction_resume');
+    expect(resume).toMatch(new RegExp(`path=/oidc/authorization/${uid};`, 'i'));
+    expect(signature).toBeDefined();
+    const sig = /^_interaction_resume\.sig=([^;]+);/.exec(signature!)![1];
+    expect(sig).toBe(signCookie('_interaction_resume', uid, entry().cookieKey));
+  });
+
+  test('the provider derives the /oidc mount from originalUrl: the stored returnTo keeps the prefix', async () => {
+    const started = await startAuthorization(server.client);
+
+    const row = await server.app
+      .knex('oidc_payloads')
+      .where({ model: 'Interaction', id: started.authRequestId })
+      .first();
+
+    expect(row.payload.returnTo).toBe(`${server.url}/oidc/authorization/${started.authRequestId}`);
+  });
+
+  test('the resume route needs that signed cookie: none or a bad signature is refused, ours is accepted', async () => {
+    const started = await startAuthorization(server.client);
+    const path = `/oidc/authorization/${started.authRequestId}`;
+    const ours = resumeCookieHeader(entry(), started.authRequestId);
+
+    const none = await server.client.get(path);
+    const forged = await server.client.get(path, {
+      headers: { cookie: `_interaction_resume=${started.authRequestId}; _interaction_resume.sig=forged` },
+    });
+    const accepted = await server.client.get(path, { headers: { cookie: ours } });
+
+    expect(none.status).toBe(400);
+    expect(none.body).toEqual({
+      error: 'invalid_request',
+      error_description: 'authorization request has expired',
+    });
+    expect(forged.status).toBe(400);
+    // Accepted: the unfinished interaction is resumed, so the provider asks for a login again.
+    expect(accepted.status).toBe(303);
+    expect(accepted.header('location')).toMatch(/^\/oidc\/login\/username\?authRequestID=/);
+  });
+});

@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { importJWK, SignJWT } from 'jose';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { passwordLogin, refreshTokens, type TokenSet } from '../helpers/oidc-client.js';
+import { enrolledUpdbUser, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
+import { currentSigningJwk, payloadOf } from './oidc-fixtures.js';
+
+describe('userinfo, end_session, revocation and bearer tokens on the Edge APIs', () => {
+  let server: TestServer;
+  let api: ManagementApi;
+  beforeAll(async () => {
+    server = await startTestServer();
+    api = managementApi(server, await server.adminToken());
+  });
+  afterAll(() => server.close());
+
+  const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+  const login = async (): Promise<TokenSet> =>
+    (await passwordLogin(server.client, ADMIN_USERNAME, ADMIN_PASSWORD)).tokens;
+  /** Access and refresh token of a login both stopped working. */
+  async function expectSessionEnded(tokens: TokenSet) {
+    const me = await server.client.get('/edge/client/v1/current-identity', bearer(tokens.access_token));
+    const refresh = await refreshTokens(server.client, tokens.refresh_token!);
+    expect(me.status).toBe(401);
+    expect(refresh.status).toBe(400);
+    expect(refresh.body.error).toBe('invalid_grant');
+  }
+
+  test('a bearer access token authenticates current-identity on the client and management APIs', async () => {
+    const user = await enrolledUpdbUser(server, api, 'bearer-user');
+    const { tokens } = await passwordLogin(server.client, user.username, user.password);
+
+    const client = await server.client.get('/edge/client/v1/current-identity', bearer(tokens.access_token));
+    const management = await server.client.get(
+      '/edge/management/v1/current-identity',
+      bearer(tokens.access_token),
+    );
+    const session = await server.client.get(
+      '/edge/client/v1/current-api-session',
+      bearer(tokens.access_token),
+    );
+    const adminOnly = await server.client.get('/edge/management/v1/identities', bearer(tokens.access_token));
+
+    expect(client.status).toBe(200);
+    expect(client.body.data).toMatchObject({ id: user.id, name: 'bearer-user', isAdmin: false });
+    expect(management.status).toBe(200);
+    const exp = payloadOf(tokens.access_token).exp;
+    expect(client.header('expires-at')).toBe(new Date(exp * 1000).toISOString());
+    expect(Number(client.header('expiration-seconds'))).toBeGreaterThan(0);
+    expect(session.body.data).toMatchObject({
+      id: payloadOf(tokens.access_token).z_asid,
+      identityId: user.id,
+    });
+    expect(adminOnly.status).toBe(403);
+  });
+
+  test('an ID token, a forged token and an unsigned token are refused as bearer tokens', async () => {
+    const tokens = await login();
+    const [header, payload] = tokens.access_token.split('.');
+    const forged = `${header}.${payload}.${Buffer.from('not the signature').toString('base64url')}`;
+    const unsigned = `${Buffer.from('{"alg":"none","typ":"at+jwt"}').toString('base64url')}.${payload}.`;
+
+    for (const token of [tokens.id_token, forged, unsigned, 'not-a-jwt']) {
+      const res = await server.client.get('/edge/client/v1/current-identity', bearer(token));
+      expect(res.status).toBe(401);
+      expect(res.headerAll('www-authenticate')).toEqual([
+        'Bearer realm="svc-oidc", error="invalid", error_description="token is invalid"',
+      ]);
+    }
+  });
+
+  test('userinfo answers the claims of the identity behind an access token, and 401 otherwise', async () => {
+    const tokens = await login();
+
+    const get = await server.client.get('/oidc/userinfo', bearer(tokens.access_token));
+    const post = await server.client.post('/oidc/userinfo', bearer(tokens.access_token));
+    const idToken = await server.client.get('/oidc/userinfo', bearer(tokens.id_token));
+    const none = await server.client.get('/oidc/userinfo');
+
+    expect(get.status).toBe(200);
+    expect(get.body).toEqual({ sub: payloadOf(tokens.access_token).sub, name: ADMIN_USERNAME });
+    expect(post.body).toEqual(get.body);
+    expect(idToken.status).toBe(401);
+    expect(none.status).toBe(401);
+    expect(none.headerAll('www-authenticate')).toEqual([
+      'Bearer realm="svc-oidc", error="missing", error_description="no matching token was provided"',
+    ]);
+  });
+
+  test('end_session (GET) with an ID token hint ends the API session and redirects to an allowed URI', async () => {
+    const tokens = await login();
+    const target = 'http://127.0.0.1:5555/auth/logout';
+
+    const res = await server.client.get(
+      `/oidc/end_session?id_token_hint=${tokens.id_token}&post_logout_redirect_uri=${encodeURIComponent(target)}&state=xyz`,
+    );
+
+    expect(res.status).toBe(303);
+    expect(res.header('location')).toBe(`${target}?state=xyz`);
+    await expectSessionEnded(tokens);
+  });
+
+  test('end_session (POST form) without a redirect target answers 200 {} or a signed-out page', async () => {
+    const json = await login();
+    const html = await login();
+
+    const a = await server.client.post('/oidc/end_session', { form: { id_token_hint: json.id_token } });
+    const b = await server.client.post('/oidc/end_session', {
+      form: { id_token_hint: html.id_token },
+      headers: { accept: 'text/html' },
+    });
+
+    expect(a.status).toBe(200);
+    expect(a.body).toEqual({});
+    expect(b.status).toBe(200);
+    expect(b.text).toContain('signed out');
+    expect(b.header('content-security-policy')).toContain("frame-ancestors 'none'");
+    await expectSessionEnded(json);
+    await expectSessionEnded(html);
+  });
+
+  test('a post_logout_redirect_uri that no pattern allows is never redirected to', async () => {
+    const tokens = await login();
+
+    const res = await server.client.get(
+      `/oidc/end_session?id_token_hint=${tokens.id_token}&post_logout_redirect_uri=${encodeURIComponent(
+        'https://evil.example/auth/logout',
+      )}`,
+    );
+
+    expect(res.status).toBe(200);
+    expect(res.header('location')).toBeUndefined();
+    await expectSessionEnded(tokens);
+  });
+
+  test('an expired ID token hint is accepted; a hint we did not sign is refused', async () => {
+    const tokens = await login();
+    const jwk = await currentSigningJwk(server);
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await new SignJWT({ ...payloadOf(tokens.id_token), iat: now - 7200, exp: now - 3600 })
+      .setProtectedHeader({ alg: 'RS256', kid: jwk.kid as string })
+      .sign(await importJWK(jwk, 'RS256'));
+    const stranger = await new SignJWT(payloadOf(tokens.id_token))
+      .setProtectedHeader({ alg: 'HS256' })
+      .sign(new TextEncoder().encode('x'.repeat(32)));
+
+    const refused = await server.client.post('/oidc/end_session', { body: { id_token_hint: stranger } });
+    const accessTokenHint = await server.client.post('/oidc/end_session', {
+      body: { id_token_hint: tokens.access_token },
+    });
+    const accepted = await server.client.post('/oidc/end_session', { body: { id_token_hint: expired } });
+
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({
+      code: 'COULD_NOT_VALIDATE',
+      cause: { field: 'id_token_hint' },
+    });
+    expect(accessTokenHint.status).toBe(400);
+    expect(accepted.status).toBe(200);
+    await expectSessionEnded(tokens);
+  });
+
+  test('/oidc/revoke of a refresh token ends its grant and its API session', async () => {
+    const tokens = await login();
+
+    const res = await server.client.post('/oidc/revoke', {
+      form: { token: tokens.refresh_token!, token_type_hint: 'refresh_token', client_id: 'svc' },
+    });
+
+    expect(res.status).toBe(200);
+    await expectSessionEnded(tokens);
+  });
+
+  test('deleting the current API session with a bearer token ends that session', async () => {
+    const tokens = await login();
+
+    const res = await server.client.delete(
+      '/edge/client/v1/current-api-session',
+      bearer(tokens.access_token),
+    );
+
+    expect(res.status).toBe(200);
+    expect(
+      (await server.client.get('/edge/client/v1/current-identity', bearer(tokens.access_token))).status,
+    ).toBe(401);
+  });
+});
+
+describe('post-logout URI patterns from the binding options', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({
+      overrides: (tree) => {
+        tree.web = [
+          {
+            name: 'all',
+            bindPoints: [{ interface: '127.0.0.1:0', address: '127.0.0.1:0' }],
+            apis: [
+              { binding: 'edge-client' },
+              { binding: 'edge-management' },
+              { binding: 'edge-oidc', options: { postLogoutURIs: ['https://app.example.com:*/bye'] } },
+            ],
+          },
+        ];
+      },
+    });
+  });
+  afterAll(() => server.close());
+
+  test('a configured post-logout pattern replaces the defaults', async () => {
+    const first = await passwordLogin(server.client, ADMIN_USERNAME, ADMIN_PASSWORD);
+    const second = await passwordLogin(server.client, ADMIN_USERNAME, ADMIN_PASSWORD);
+    const endWith = (idToken: string, uri: string) =>
+      server.client.get(
+        `/oidc/end_session?id_token_hint=${idToken}&post_logout_redirect_uri=${encodeURIComponent(uri)}`,
+      );
+
+    const configured = await endWith(first.tokens.id_token, 'https://app.example.com:8443/bye');
+    const formerDefault = await endWith(second.tokens.id_token, 'http://127.0.0.1:5555/auth/logout');
+
+    expect(configured.status).toBe(303);
+    expect(configured.header('location')).toBe('https://app.example.com:8443/bye');
+    expect(formerDefault.status).toBe(200);
+  });
+});

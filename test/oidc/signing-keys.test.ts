@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { passwordLogin } from '../helpers/oidc-client.js';
+import { enrolledUpdbUser, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('signing keys in the database and their rotation (decisions.md §5)', () => {
+  let server: TestServer;
+  let api: ManagementApi;
+  beforeAll(async () => {
+    server = await startTestServer({ env: { SVC_EDGE_OIDC_KEY_ROTATION_GRACE: '3s' } });
+    api = managementApi(server, await server.adminToken());
+  });
+  afterAll(() => server.close());
+
+  const kidOf = (jwt: string) => decodeProtectedHeader(jwt).kid;
+  const publishedKids = async () =>
+    ((await server.client.get('/oidc/keys')).body.keys as { kid: string }[]).map((k) => k.kid);
+
+  test('the first start created one RS256 signing key whose private part is sealed', async () => {
+    const rows = await server.app.knex('signing_keys').select('*');
+
+    expect(rows).toHaveLength(1);
+    expect(rows[0].alg).toBe('RS256');
+    expect(rows[0].private_jwk_enc).toMatch(/^v1\./);
+    expect(rows[0].private_jwk_enc).not.toContain('"d"');
+    expect(await publishedKids()).toEqual([rows[0].kid]);
+    const list = await api.get('/keys');
+    expect(list.status).toBe(200);
+    expect(list.body.data).toEqual([
+      {
+        kid: rows[0].kid,
+        alg: 'RS256',
+        state: 'signing',
+        createdAt: expect.any(String),
+        signsFrom: expect.any(String),
+        retiredAt: null,
+      },
+    ]);
+  });
+
+  test('rotation publishes the new key at once, signs with it after the grace, and the old tokens stay valid', async () => {
+    const before = await passwordLogin(server.client, ADMIN_USERNAME, ADMIN_PASSWORD);
+    const oldKid = kidOf(before.tokens.access_token);
+
+    const rotated = await api.post('/keys/rotate');
+    const publishedAtOnce = await publishedKids();
+    const duringGrace = await passwordLogin(server.client, ADMIN_USERNAME, ADMIN_PASSWORD);
+    const listed = (await api.get('/keys')).body.data;
+    // Wait until the new key's signing time (plus the moment every process needs to rebuild).
+    await sleep(Math.max(0, new Date(rotated.body.data.signsFrom).getTime() - Date.now()) + 500);
+    const after = await passwordLogin(server.client, ADMIN_USERNAME, ADMIN_PASSWORD);
+
+    expect(rotated.status).toBe(200);
+    const newKid = rotated.body.data.kid;
+    expect(rotated.body.data).toMatchObject({ alg: 'RS256', state: 'published' });
+    expect(newKid).not.toBe(oldKid);
+    expect(publishedAtOnce.sort()).toEqual([oldKid, newKid].sort());
+    expect(kidOf(duringGrace.tokens.access_token)).toBe(oldKid);
+    expect(listed.map((k: { kid: string; state: string }) => [k.kid, k.state]).sort()).toEqual(
+      [
+        [oldKid, 'signing'],
+        [newKid, 'published'],
+      ].sort(),
+    );
+    expect(kidOf(after.tokens.access_token)).toBe(newKid);
+    expect(kidOf(after.tokens.id_token)).toBe(newKid);
+    const states = (await api.get('/keys')).body.data.map((k: { kid: string; state: string }) => [
+      k.kid,
+      k.state,
+    ]);
+    expect(states.sort()).toEqual(
+      [
+        [oldKid, 'retiring'],
+        [newKid, 'signing'],
+      ].sort(),
+    );
+
+    // The token signed by the old key still verifies, with jose against /oidc/keys and on the API.
+    const keys = createLocalJWKSet((await server.client.get('/oidc/keys')).body);
+    await expect(jwtVerify(before.tokens.access_token, keys)).resolves.toBeTruthy();
+    await expect(jwtVerify(after.tokens.access_token, keys)).resolves.toBeTruthy();
+    const me = await server.client.get('/edge/client/v1/current-identity', {
+      headers: { authorization: `Bearer ${before.tokens.access_token}` },
+    });
+    expect(me.status).toBe(200);
+    expect(
+      (
+        await server.client.get('/oidc/userinfo', {
+          headers: { authorization: `Bearer ${after.tokens.access_token}` },
+        })
+      ).status,
+    ).toBe(200);
+  });
+
+  test('only admins list or rotate keys', async () => {
+    const user = await enrolledUpdbUser(server, api, 'not-a-key-admin');
+    const headers = { 'svc-session': user.token };
+
+    expect((await server.client.get('/edge/management/v1/keys', { headers })).status).toBe(403);
+    expect((await server.client.post('/edge/management/v1/keys/rotate', { headers })).status).toBe(403);
+    expect((await server.client.post('/edge/management/v1/keys/rotate')).status).toBe(401);
+  });
+});

@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import {
+  enrolledUpdbUser,
+  identityDetail,
+  managementApi,
+  passwordLogin,
+  type ManagementApi,
+} from '../identities/identity-fixtures.js';
+
+const strip = (body: any) => ({ ...body, error: { ...body.error, requestId: undefined } });
+
+describe('password lockout (decisions.md §7)', () => {
+  let server: TestServer;
+  let api: ManagementApi;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    api = managementApi(server, await server.adminToken());
+  });
+  afterAll(() => server.close());
+
+  async function createPolicy(body: Record<string, unknown>): Promise<string> {
+    const res = await api.post('/auth-policies', { body });
+    if (res.status !== 201) throw new Error(`policy create failed: ${res.status} ${res.text}`);
+    return res.body.data.id as string;
+  }
+
+  const failures = (identityId: string) =>
+    server.app.knex('login_failures').where({ identity_id: identityId }).first();
+
+  test('20 parallel wrong passwords lock the identity, count exactly 20 failures, and then the right password is refused alike', async () => {
+    const policyId = await createPolicy({
+      name: 'five-attempts',
+      primary: { updb: { maxAttempts: 5, lockoutDurationMinutes: 1 } },
+    });
+    const user = await enrolledUpdbUser(server, api, 'lockout-user', { authPolicyId: policyId });
+
+    const wrong = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => passwordLogin(server, user.username, `wrong-password-${i}`)),
+    );
+
+    expect(wrong.map((r) => r.status)).toEqual(Array(20).fill(401));
+    const detail = await identityDetail(api, user.id);
+    expect(detail.disabled).toBe(true);
+    expect(detail.disabledUntil).not.toBeNull();
+    expect(new Date(detail.disabledUntil).getTime()).toBeGreaterThan(Date.now());
+    expect((await failures(user.id)).in_window).toBe(20);
+
+    const right = await passwordLogin(server, user.username, user.password);
+    expect(right.status).toBe(401);
+    expect(strip(right.body)).toEqual(strip(wrong[0]!.body));
+    const session = await server.client.get('/edge/client/v1/current-api-session', {
+      headers: { 'svc-session': user.token },
+    });
+    expect(session.status).toBe(401);
+  });
+
+  test('an attempt numbered past maxAttempts is refused even with the right password, and locks', async () => {
+    const policyId = await createPolicy({
+      name: 'in-flight',
+      primary: { updb: { maxAttempts: 5, lockoutDurationMinutes: 1 } },
+    });
+    const user = await enrolledUpdbUser(server, api, 'in-flight-user', { authPolicyId: policyId });
+    // Five attempts have taken their numbers and are still checking their passwords.
+    await server.app
+      .knex('login_failures')
+      .where({ identity_id: user.id })
+      .update({ consecutive: 5, in_window: 5 });
+
+    const res = await passwordLogin(server, user.username, user.password);
+
+    expect(res.status).toBe(401);
+    expect((await identityDetail(api, user.id)).disabled).toBe(true);
+  });
+
+  test('after an admin enables a locked identity the right password works and the run starts again', async () => {
+    const policyId = await createPolicy({
+      name: 'three-attempts',
+      primary: { updb: { maxAttempts: 3, lockoutDurationMinutes: 0 } },
+    });
+    const user = await enrolledUpdbUser(server, api, 'enable-user', { authPolicyId: policyId });
+    for (let i = 0; i < 3; i++) await passwordLogin(server, user.username, 'wrong');
+    const locked = await identityDetail(api, user.id);
+
+    await api.post(`/identities/${user.id}/enable`);
+    const res = await passwordLogin(server, user.username, user.password);
+
+    expect(locked).toMatchObject({ disabled: true, disabledUntil: null });
+    expect(res.status).toBe(200);
+    expect((await failures(user.id)).consecutive).toBe(0);
+  });
+
+  test('fewer wrong passwords than maxAttempts, then the right one, do not lock', async () => {
+    const policyId = await createPolicy({
+      name: 'no-lock-yet',
+      primary: { updb: { maxAttempts: 5, lockoutDurationMinutes: 1 } },
+    });
+    const user = await enrolledUpdbUser(server, api, 'almost-user', { authPolicyId: policyId });
+
+    for (let i = 0; i < 4; i++) await passwordLogin(server, user.username, 'wrong');
+    const res = await passwordLogin(server, user.username, user.password);
+    for (let i = 0; i < 4; i++) await passwordLogin(server, user.username, 'wrong');
+
+    expect(res.status).toBe(200);
+    expect((await identityDetail(api, user.id)).disabled).toBe(false);
+  });
+
+  test('with maxAttempts 0, 100 failures in the hour refuse even the right password', async () => {
+    const user = await enrolledUpdbUser(server, api, 'ceiling-user');
+    await server.app
+      .knex('login_failures')
+      .insert({ identity_id: user.id, consecutive: 0, in_window: 100, window_started_at: new Date() })
+      .onConflict('identity_id')
+      .merge();
+
+    const res = await passwordLogin(server, user.username, user.password);
+
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe('INVALID_AUTH');
+    expect((await identityDetail(api, user.id)).disabled).toBe(false);
+  });
+
+  test('with maxAttempts 0, 99 failures in the hour still let the right password in', async () => {
+    const user = await enrolledUpdbUser(server, api, 'below-ceiling-user');
+    await server.app
+      .knex('login_failures')
+      .insert({ identity_id: user.id, consecutive: 99, in_window: 99, window_started_at: new Date() })
+      .onConflict('identity_id')
+      .merge();
+
+    const res = await passwordLogin(server, user.username, user.password);
+
+    expect(res.status).toBe(200);
+  });
+
+  test('failures older than an hour do not count towards the ceiling', async () => {
+    const user = await enrolledUpdbUser(server, api, 'old-failures-user');
+    await server.app
+      .knex('login_failures')
+      .insert({
+        identity_id: user.id,
+        consecutive: 0,
+        in_window: 100,
+        window_started_at: new Date(Date.now() - 2 * 3600_000),
+      })
+      .onConflict('identity_id')
+      .merge();
+
+    const res = await passwordLogin(server, user.username, user.password);
+
+    expect(res.status).toBe(200);
+  });
+
+  test('an unknown username and a wrong password get the same 401 body', async () => {
+    const user = await enrolledUpdbUser(server, api, 'same-answer-user');
+
+    const wrong = await passwordLogin(server, user.username, 'not-the-password');
+    const unknown = await passwordLogin(server, 'no-such-username', 'not-the-password');
+
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    expect(strip(unknown.body)).toEqual(strip(wrong.body));
+    expect(wrong.body.error.code).toBe('INVALID_AUTH');
+  });
+
+  test('a policy that does not allow UPDB refuses the right password with the same body', async () => {
+    const user = await enrolledUpdbUser(server, api, 'no-updb-user');
+    const policyId = await createPolicy({ name: 'no-updb', primary: { updb: { allowed: false } } });
+    await api.patch(`/identities/${user.id}`, { body: { authPolicyId: policyId } });
+
+    const refused = await passwordLogin(server, user.username, user.password);
+    const unknown = await passwordLogin(server, 'no-such-username', 'x');
+
+    expect(refused.status).toBe(401);
+    expect(strip(refused.body)).toEqual(strip(unknown.body));
+  });
+});
