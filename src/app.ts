@@ -100,7 +100,7 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       return { name: spec.name, urls: spec.addresses.map((a) => `https://${a}`), servers };
     });
 
-    const services = await createServices({ config, knex, box, pki, logger });
+    const services = await createServices({ config, database, box, pki, logger });
     cleanups.unshift(() => services.stop());
     const common: Router[] = [healthRoutes(knex), wellKnownRoutes(pki)];
     const metricsRecorder = createMetrics();

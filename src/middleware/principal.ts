@@ -12,6 +12,11 @@ export interface Principal {
   isCertExtendable: boolean;
   /** A legacy session whose TOTP step is still owed: only the MFA endpoints answer. */
   mfaPending: boolean;
+  /**
+   * The identity's policy names a secondary external JWT signer: a valid JWT of it must come
+   * with every API request (spec 5.3 item 2); null when none is required.
+   */
+  requireExtJwtSigner: string | null;
 }
 
 /** Verifies `Authorization: Bearer` access tokens (the OIDC layer provides it). */

@@ -3,12 +3,13 @@ import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
 import type { SecretBox } from '../crypto/secret-box.js';
-import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { createKeyService } from '../services/keys/key-service.js';
 import { createKeyWatcher } from '../services/keys/key-watcher.js';
 import type { RevocationService } from '../services/revocation-service.js';
+import type { RevocationState } from '../services/revocation-state.js';
+import type { IdentityContextCache } from '../services/identity-context.js';
 import type { AdapterConstructor } from 'oidc-provider';
 import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
@@ -34,6 +35,8 @@ export interface OidcDeps {
   logger: Logger;
   revocations: RevocationService;
   findIdentity: (id: string) => Promise<Identity | undefined>;
+  revocationState: RevocationState;
+  identityContext: IdentityContextCache;
   /** Issue 5 plugs the second factors in here. */
   outstandingFactors?: OutstandingFactors;
 }
@@ -144,11 +147,8 @@ export async function createOidc(deps: OidcDeps) {
 
   const verifier = createTokenVerifier({
     issuers: () => registry.issuers(),
-    findIdentity: deps.findIdentity,
-    apiSessionLive: async (id) => {
-      const session = await apiSessionsRepository.findById(knex, id);
-      return session !== undefined && session.expiresAt > new Date();
-    },
+    revocations: deps.revocationState,
+    identities: deps.identityContext,
   });
   const watcher = createKeyWatcher({
     load: () => keys.loadKeySet(),

@@ -11,8 +11,8 @@ import {
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import type { BearerVerifier, Principal } from '../middleware/principal.js';
-import type { Identity } from '../repositories/identities-repository.js';
-import { isDisabled } from '../services/auth/identity-status.js';
+import type { IdentityContext, IdentityContextCache } from '../services/identity-context.js';
+import type { RevocationState } from '../services/revocation-state.js';
 import { GENERATION_CLAIM } from './account-policy.js';
 import { ACCESS_TOKEN_AUDIENCE, CLIENT_ID } from './create-provider.js';
 
@@ -30,9 +30,9 @@ export interface AccessTokenClaims extends JWTPayload {
 
 export interface TokenVerifierDeps {
   issuers: () => string[];
-  findIdentity: (id: string) => Promise<Identity | undefined>;
-  /** True while the API session exists and has not expired. */
-  apiSessionLive: (id: string) => Promise<boolean>;
+  /** In-memory revocations, kept current across instances (issue 6). */
+  revocations: Pick<RevocationState, 'isSessionRevoked' | 'isIdentityTokenRevoked'>;
+  identities: IdentityContextCache;
   now?: () => Date;
 }
 
@@ -41,8 +41,8 @@ const invalid = (detail: string) =>
 
 /**
  * Our JWT access tokens on API calls and at userinfo, and ID tokens as `id_token_hint`
- * (decisions.md §5, §6). The key set is the in-memory one of this process. Revocation is checked
- * against the database for now; issue 6 replaces `revocationCheck` with in-memory state.
+ * (decisions.md §5, §6). Nothing here reads the database per request: the key set, the
+ * revocations and the identity facts are in memory, kept current across instances.
  */
 export function createTokenVerifier(deps: TokenVerifierDeps) {
   const now = deps.now ?? (() => new Date());
@@ -76,21 +76,24 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
     }
   }
 
-  /** The checks issue 6 moves into memory: one place, nothing else reads the database. */
-  async function revocationCheck(claims: AccessTokenClaims): Promise<Identity> {
-    if (!(await deps.apiSessionLive(claims.z_asid))) throw invalid('API session ended');
-    const identity = await deps.findIdentity(claims.sub);
-    if (!identity) throw invalid('identity deleted');
-    if (isDisabled(identity, now())) throw invalid('identity disabled');
+  /**
+   * Ended sessions and revoked identities (deleted, disabled, locked, privileges or policy
+   * changed: each bumps the identity's token generation), all from memory.
+   */
+  async function revocationCheck(claims: AccessTokenClaims): Promise<IdentityContext> {
+    if (deps.revocations.isSessionRevoked(claims.z_asid)) throw invalid('API session ended');
     const generation = claims[GENERATION_CLAIM];
-    if (typeof generation !== 'number' || identity.tokenGeneration > generation)
+    if (typeof generation !== 'number' || deps.revocations.isIdentityTokenRevoked(claims.sub, generation)) {
       throw invalid('identity revoked');
+    }
+    const identity = await deps.identities.get(claims.sub);
+    if (!identity) throw invalid('identity deleted');
     return identity;
   }
 
   async function verifyAccessToken(
     token: string,
-  ): Promise<{ claims: AccessTokenClaims; identity: Identity }> {
+  ): Promise<{ claims: AccessTokenClaims; identity: IdentityContext }> {
     const claims = await signatureAndClaims(token);
     if (claims.z_t !== 'a' || typeof claims.z_asid !== 'string' || typeof claims.sub !== 'string') {
       throw invalid('not an access token');
@@ -114,6 +117,7 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
         configTypes: Array.isArray(claims.z_ct) ? claims.z_ct : [],
         isCertExtendable: claims.z_ice === true,
         mfaPending: false,
+        requireExtJwtSigner: identity.requireExtJwtSigner,
       };
     },
   };

@@ -112,7 +112,10 @@ export function currentSessionRoutes(router: Router, deps: RouteDeps): void {
     '/current-api-session',
     authenticate(deps.principals, { allowMfaPending: true }),
     async (ctx: Context) => {
-      await deps.sessions.end(principalOf(ctx).sessionId);
+      const principal = principalOf(ctx);
+      // A bearer token's API session also ends its grant and is revoked on every instance.
+      if (principal.kind === 'oidc' && deps.oidc) await deps.oidc.sessions.endApiSession(principal.sessionId);
+      else await deps.sessions.end(principal.sessionId);
       sendEmpty(ctx);
     },
   );

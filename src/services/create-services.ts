@@ -1,21 +1,20 @@
-import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
 import type { SecretBox } from '../crypto/secret-box.js';
-import { AppError } from '../errors/app-error.js';
-import { challenges } from '../errors/www-authenticate.js';
-import type { Principal } from '../middleware/principal.js';
 import type { PrincipalResolver } from '../middleware/authenticate.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
 import type { RouteDeps } from '../routes/route-deps.js';
 import { createRateLimiter } from '../middleware/rate-limit.js';
 import { createSessionService } from './session-service.js';
+import { createLegacyPrincipals } from './legacy-principals.js';
 import { createRevocationService } from './revocation-service.js';
 import { createLoginLockout } from './auth/login-lockout.js';
 import { createPasswordMethod } from './auth/password-method.js';
-import { isDisabled } from './auth/identity-status.js';
 import { createIdentityView } from './identity-view.js';
 import type { PkiMaterial } from './pki-service.js';
+import type { Database } from '../db/create-database.js';
+import { createRevocationState } from './revocation-state.js';
+import { createIdentityContextCache } from './identity-context.js';
 import { createTotpService } from './mfa/totp-service.js';
 import { createEnrollmentJwtSigner } from './enrollment-jwt.js';
 import { createEnrollmentService } from './enrollment-service.js';
@@ -32,26 +31,28 @@ import { createOidc } from '../oidc/create-oidc.js';
 
 export interface ServiceDeps {
   config: Config;
-  knex: Knex;
+  database: Database;
   box: SecretBox;
   pki: PkiMaterial;
   logger: Logger;
 }
 
 /** Wires services together; every dependency is passed explicitly (architecture.md). */
-export async function createServices({ config, knex, box, pki, logger }: ServiceDeps) {
+export async function createServices({ config, database, box, pki, logger }: ServiceDeps) {
+  const { knex } = database;
   const sessionTimeout = config.edge?.api.sessionTimeout ?? 1800;
   const oidc = config.edge?.oidc;
   const sessions = createSessionService({ db: knex, sessionTimeout });
+  // Revocations are remembered as long as an access token they cover can live (plus clock
+  // margin); refresh tokens and legacy sessions are checked against the database anyway.
+  const revocationState = createRevocationState({ database, logger });
   const revocations = createRevocationService({
-    retentionSeconds: () =>
-      Math.max(
-        sessionTimeout,
-        oidc?.accessTokenDuration ?? 0,
-        oidc?.refreshTokenDuration ?? 0,
-        oidc?.maxSessionDuration ?? 0,
-      ),
+    retentionSeconds: () => (oidc?.accessTokenDuration ?? sessionTimeout) + 60,
+    published: () => void revocationState.refresh().catch(() => undefined),
   });
+  const identityContext = createIdentityContextCache({ knex });
+  revocationState.onIdentityRevoked((id) => identityContext.invalidate(id));
+  await revocationState.start();
   const lockout = createLoginLockout({ knex, revocations });
   const passwordMethod = createPasswordMethod({ knex, lockout });
   const policies = createPolicyService({ knex, revocations });
@@ -78,27 +79,7 @@ export async function createServices({ config, knex, box, pki, logger }: Service
   const enroll = createEnrollmentCompletion({ knex, pki, trustDomain: config.pki.trustDomain });
   const totp = createTotpService({ knex, box, issuer: config.edge?.totp.issuer ?? 'svc' });
 
-  const principals: PrincipalResolver = {
-    async session(token: string): Promise<Principal> {
-      const session = await sessions.resolve(token);
-      const identity = await identitiesRepository.findById(knex, session.identityId);
-      if (!identity || isDisabled(identity, new Date())) {
-        throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionInvalid()] });
-      }
-      return {
-        identityId: identity.id,
-        identityName: identity.name,
-        isAdmin: identity.isAdmin,
-        sessionId: session.id,
-        kind: 'legacy',
-        expiresAt: session.expiresAt,
-        amr: session.amr,
-        configTypes: session.configTypes,
-        isCertExtendable: session.isCertExtendable,
-        mfaPending: session.mfaRequired && !session.mfaComplete,
-      };
-    },
-  };
+  const principals: PrincipalResolver = { session: createLegacyPrincipals({ knex, sessions }) };
 
   const routeDeps: RouteDeps = {
     config,
@@ -125,7 +106,16 @@ export async function createServices({ config, knex, box, pki, logger }: Service
 
   // OIDC provider, signing keys and the first bearer authenticator (issue 4; engineer D).
   const oidcProvider = config.edge
-    ? await createOidc({ config, knex, box, logger, revocations, findIdentity: routeDeps.findIdentity })
+    ? await createOidc({
+        config,
+        knex,
+        box,
+        logger,
+        revocations,
+        revocationState,
+        identityContext,
+        findIdentity: routeDeps.findIdentity,
+      })
     : undefined;
   if (oidcProvider) {
     principals.bearer = oidcProvider.verifier.bearer;
@@ -148,6 +138,7 @@ export async function createServices({ config, knex, box, pki, logger }: Service
     async stop() {
       clearInterval(janitor);
       oidcProvider?.stop();
+      await revocationState.stop();
     },
   };
 }

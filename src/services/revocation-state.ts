@@ -36,6 +36,7 @@ export function createRevocationState({
   const sessions = new Map<string, number>();
   const identities = new Map<string, Entry>();
   const seen = new Map<number, number>();
+  const identityListeners: ((identityId: string) => void)[] = [];
   let maxId = 0;
   let timer: NodeJS.Timeout | undefined;
   let listener: pg.Client | undefined;
@@ -49,6 +50,7 @@ export function createRevocationState({
     const expiresAt = r.expiresAt.getTime();
     if (r.kind === 'api_session') sessions.set(r.subject, Math.max(sessions.get(r.subject) ?? 0, expiresAt));
     if (r.kind === 'identity') {
+      for (const listener of identityListeners) listener(r.subject);
       const minGeneration = r.generation === null ? Infinity : r.generation;
       const current = identities.get(r.subject);
       identities.set(r.subject, {
@@ -104,6 +106,11 @@ export function createRevocationState({
       return e !== undefined && e.expiresAt > now() && generation < e.minGeneration;
     },
     refresh,
+
+    /** Called for every identity revocation applied (caches of identity facts drop their entry). */
+    onIdentityRevoked(listener: (identityId: string) => void): void {
+      identityListeners.push(listener);
+    },
 
     /** The backend pid of the LISTEN connection (tests cut it to prove nothing is lost). */
     listenerPid: () => (listener as unknown as { processID?: number } | undefined)?.processID,

@@ -1,0 +1,56 @@
+import type { Knex } from 'knex';
+import { identitiesRepository } from '../repositories/identities-repository.js';
+import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
+
+/** What a bearer request needs of its identity beyond the token's own claims. */
+export interface IdentityContext {
+  id: string;
+  name: string;
+  /** The policy's `secondary.requireExtJwt`: a JWT of this signer must come with every request. */
+  requireExtJwtSigner: string | null;
+}
+
+export interface IdentityContextDeps {
+  knex: Knex;
+  /** A safety net only: revocation events invalidate entries at once. */
+  ttlMs?: number;
+  now?: () => number;
+}
+
+/**
+ * Identity facts for bearer requests, read once per identity and kept in memory (decisions §6:
+ * no database read per request). Every change that matters to a token — deletion, disabling,
+ * isAdmin, the policy or its secondary block — records an identity revocation, which drops the
+ * entry here (`invalidate`) and refuses the older tokens anyway.
+ */
+export function createIdentityContextCache({ knex, ttlMs = 300_000, now = Date.now }: IdentityContextDeps) {
+  const entries = new Map<string, { value: IdentityContext; at: number }>();
+  const loading = new Map<string, Promise<IdentityContext | undefined>>();
+
+  async function load(id: string): Promise<IdentityContext | undefined> {
+    const identity = await identitiesRepository.findById(knex, id);
+    if (!identity) return undefined;
+    const policy = await authPoliciesRepository.findById(knex, identity.authPolicyId);
+    const value = { id, name: identity.name, requireExtJwtSigner: policy?.secondary.requireExtJwt ?? null };
+    entries.set(id, { value, at: now() });
+    return value;
+  }
+
+  return {
+    async get(id: string): Promise<IdentityContext | undefined> {
+      const hit = entries.get(id);
+      if (hit && now() - hit.at < ttlMs) return hit.value;
+      let pending = loading.get(id);
+      if (!pending) {
+        pending = load(id).finally(() => loading.delete(id));
+        loading.set(id, pending);
+      }
+      return pending;
+    },
+    invalidate(id: string): void {
+      entries.delete(id);
+    },
+  };
+}
+
+export type IdentityContextCache = ReturnType<typeof createIdentityContextCache>;
