@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { createHttpsClient, type HttpsClient } from '../helpers/https-client.js';
+import {
+  exchangeCode,
+  followToCallback,
+  oidcLogin,
+  refreshTokens,
+  startAuthorization,
+  submitLogin,
+} from '../helpers/oidc-client.js';
+import {
+  freePort,
+  spawnController,
+  waitListening,
+  type SpawnedController,
+} from '../helpers/spawn-controller.js';
+import { createTestDatabaseUrl, usingPostgres } from '../helpers/test-database.js';
+
+const ADMIN = { username: 'admin', password: 'admin-password-1' };
+const MGMT = '/edge/management/v1';
+
+/** Both processes serve both addresses, as the instances of one deployment behind one name do. */
+function configFor(dir: string, own: number, other: number): string {
+  const file = join(dir, 'svc.yaml');
+  writeFileSync(
+    file,
+    `edge: {}
+web:
+  - name: main
+    bindPoints:
+      - { interface: 127.0.0.1:${own}, address: 127.0.0.1:${own} }
+      - { interface: 127.0.0.1:${own}, address: 127.0.0.1:${other} }
+    apis: [ { binding: edge-client }, { binding: edge-management } ]
+`,
+  );
+  return file;
+}
+
+async function waitFor(check: () => Promise<boolean>, ms: number): Promise<number> {
+  const start = Date.now();
+  while (Date.now() - start < ms) {
+    if (await check()) return Date.now() - start;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return -1;
+}
+
+// Several processes need a shared PostgreSQL; the embedded database serves one process only.
+(usingPostgres ? describe : describe.skip)('two controller processes on one PostgreSQL database', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let a: SpawnedController;
+  let b: SpawnedController;
+  let onA: HttpsClient;
+  let onB: HttpsClient;
+  let adminToken: string;
+
+  beforeAll(async () => {
+    db = (await createTestDatabaseUrl())!;
+    const [portA, portB] = [await freePort(), await freePort()];
+    const dirA = mkdtempSync(join(tmpdir(), 'svc-a-'));
+    const dirB = mkdtempSync(join(tmpdir(), 'svc-b-'));
+    const env = (dir: string, own: number, other: number) => ({
+      SVC_DATA_DIR: dir,
+      DATABASE_URL: db.url,
+      SVC_CONFIG: configFor(dir, own, other),
+      SVC_RATE_LIMITS_ENABLED: 'false',
+    });
+    a = await spawnController(env(dirA, portA, portB), portA);
+    await waitListening(a);
+    b = await spawnController(env(dirB, portB, portA), portB);
+    await waitListening(b);
+    onA = createHttpsClient(a.url, { ca: a.ca() });
+    onB = createHttpsClient(b.url, { ca: b.ca() });
+    const login = await onA.post(`${MGMT}/authenticate?method=password`, { body: ADMIN });
+    adminToken = login.body.data.token;
+  });
+
+  afterAll(async () => {
+    await Promise.all([onA?.close(), onB?.close()]);
+    for (const c of [a, b]) c?.child.kill('SIGTERM');
+    await Promise.all([a?.exited, b?.exited]);
+    await db?.drop();
+  });
+
+  async function userWithPassword(name: string): Promise<{ id: string; password: string }> {
+    const headers = { 'svc-session': adminToken };
+    const created = await onA.post(`${MGMT}/identities`, {
+      headers,
+      body: { name, isAdmin: false, enrollment: { updb: name } },
+    });
+    const id = created.body.data.id as string;
+    const detail = await onA.get(`${MGMT}/identities/${id}`, { headers });
+    const password = `Pw-${name}-12345`;
+    const enrolled = await onA.post(
+      `/edge/client/v1/enroll/updb?token=${detail.body.data.enrollment.updb.token}`,
+      {
+        body: { password },
+      },
+    );
+    expect(enrolled.status).toBe(200);
+    return { id, password };
+  }
+
+  const me = (client: HttpsClient, accessToken: string) =>
+    client.get('/edge/client/v1/current-identity', { headers: { authorization: `Bearer ${accessToken}` } });
+
+  test('a login started on A is finished on B and its code exchanged on A', async () => {
+    const user = await userWithPassword('hopper');
+    const started = await startAuthorization(onA);
+    const login = await submitLogin(onB, started, { body: { username: 'hopper', password: user.password } });
+    const callback = await followToCallback(onB, login);
+    const token = await exchangeCode(onA, { code: callback.code, verifier: started.pkce.verifier });
+    expect(token.status).toBe(200);
+    expect((await me(onA, token.body.access_token)).body.data.name).toBe('hopper');
+    expect((await me(onB, token.body.access_token)).status).toBe(200);
+  });
+
+  test('deleting the identity on B makes its access token fail on A within one second', async () => {
+    const user = await userWithPassword('lovelace');
+    const { tokens } = await oidcLogin(onA, { body: { username: 'lovelace', password: user.password } });
+    expect((await me(onA, tokens.access_token)).status).toBe(200);
+
+    const deleted = await onB.delete(`${MGMT}/identities/${user.id}`, {
+      headers: { 'svc-session': adminToken },
+    });
+    expect(deleted.status).toBe(200);
+    const waited = await waitFor(async () => (await me(onA, tokens.access_token)).status === 401, 1000);
+    expect(waited).toBeGreaterThanOrEqual(0);
+    const refused = await me(onA, tokens.access_token);
+    expect(refused.header('www-authenticate')).toBe(
+      'Bearer realm="svc-oidc", error="invalid", error_description="token is invalid"',
+    );
+  });
+
+  test('a refresh token replayed on A revokes the session on B', async () => {
+    const user = await userWithPassword('turing');
+    const { tokens } = await oidcLogin(onB, { body: { username: 'turing', password: user.password } });
+    const rotated = await refreshTokens(onA, tokens.refresh_token!);
+    expect(rotated.status).toBe(200);
+    const replay = await refreshTokens(onA, tokens.refresh_token!);
+    expect(replay.status).toBe(400);
+    expect(replay.body.error).toBe('invalid_grant');
+    const waited = await waitFor(async () => (await me(onB, rotated.body.access_token)).status === 401, 1000);
+    expect(waited).toBeGreaterThanOrEqual(0);
+    expect((await refreshTokens(onB, rotated.body.refresh_token)).status).toBe(400);
+  });
+
+  test("cutting B's listener connection loses no revocation", async () => {
+    const user = await userWithPassword('hamilton');
+    const { tokens } = await oidcLogin(onA, { body: { username: 'hamilton', password: user.password } });
+    expect((await me(onB, tokens.access_token)).status).toBe(200);
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    // Every LISTEN connection of both processes goes; the one-second catch-up read must cover.
+    const cut = await admin.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'",
+    );
+    await admin.end();
+    expect(cut.rowCount).toBeGreaterThanOrEqual(2);
+    const disabled = await onA.post(`${MGMT}/identities/${user.id}/disable`, {
+      headers: { 'svc-session': adminToken },
+      body: { durationMinutes: 0 },
+    });
+    expect(disabled.status).toBe(200);
+    const waited = await waitFor(async () => (await me(onB, tokens.access_token)).status === 401, 1500);
+    expect(waited).toBeGreaterThanOrEqual(0);
+  });
+});
