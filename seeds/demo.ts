@@ -7,23 +7,17 @@ import {
 } from '../src/repositories/auth-policies-repository.js';
 import { authenticatorsRepository } from '../src/repositories/authenticators-repository.js';
 import { identitiesRepository, roleAttributesRepository } from '../src/repositories/identities-repository.js';
+import { FRESH_DEFAULT_POLICY } from '../src/services/policy-service.js';
 
 export const DEMO_PASSWORD = 'demo-password';
 
+// The fresh default policy, with a lockout and TOTP required: what a production policy might add.
 const demoPolicy: AuthPolicyInput = {
+  ...FRESH_DEFAULT_POLICY,
   name: 'demo-totp',
   primary: {
-    cert: { allowed: true, allowExpiredCerts: false },
-    updb: {
-      allowed: true,
-      minPasswordLength: 8,
-      requireSpecialChar: false,
-      requireNumberChar: false,
-      requireMixedCase: false,
-      maxAttempts: 5,
-      lockoutDurationMinutes: 5,
-    },
-    extJwt: { allowed: false, allowedSigners: [] },
+    ...FRESH_DEFAULT_POLICY.primary,
+    updb: { ...FRESH_DEFAULT_POLICY.primary.updb, maxAttempts: 5, lockoutDurationMinutes: 5 },
   },
   secondary: { requireTotp: true, requireExtJwt: null },
 };
