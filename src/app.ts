@@ -69,7 +69,8 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
   const unlock = config.databaseUrl ? () => undefined : lockDataDir(config.dataDir);
   const database = databaseFor(config);
   const { knex } = database;
-  const cleanups: (() => Promise<void> | void)[] = [unlock, () => knex.destroy()];
+  // Run in order: servers, services, the pool, and only then the data-directory lock.
+  const cleanups: (() => Promise<void> | void)[] = [() => knex.destroy(), unlock];
   try {
     const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as m001 from '../../migrations/001_foundation.js';
 import * as m002 from '../../migrations/002_mfa.js';
 import * as m003 from '../../migrations/003_oidc.js';
+import * as m004 from '../../migrations/004_account_index_and_login_shadow.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -11,6 +12,7 @@ const migrations: Record<string, Knex.Migration> = {
   '001_foundation': m001,
   '002_mfa': m002,
   '003_oidc': m003,
+  '004_account_index_and_login_shadow': m004,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -3,10 +3,18 @@ import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import type { BearerVerifier, Principal } from './principal.js';
 
+/**
+ * Resolves when `tokens` hold a valid JWT of the principal's secondary signer that names its
+ * identity; otherwise throws 401 UNAUTHORIZED with the `svc-secondary-ext-jwt` challenge.
+ */
+export type SecondaryExtJwtCheck = (tokens: string[], principal: Principal) => Promise<void>;
+
 export interface PrincipalResolver {
   /** Legacy `svc-session` tokens. */
   session(token: string): Promise<Principal>;
   bearer?: BearerVerifier;
+  /** The secondary external JWT gate (issue 5); without it such principals are refused. */
+  secondaryExtJwt?: SecondaryExtJwtCheck;
 }
 
 /** `Authorization: Bearer a, Bearer b` and repeated headers (joined by Node with ", "). */
@@ -43,6 +51,7 @@ export function authenticate(resolver: PrincipalResolver, options: AuthenticateO
     if (principal.mfaPending && !options.allowMfaPending) {
       throw new AppError('UNAUTHORIZED', { message: 'the MFA step of this session is still outstanding' });
     }
+    await secondaryExtJwtGate(resolver, tokens, principal);
     ctx.state.principal = principal;
     const seconds = Math.max(0, Math.floor((principal.expiresAt.getTime() - Date.now()) / 1000));
     ctx.set('expiration-seconds', String(seconds));
@@ -50,6 +59,20 @@ export function authenticate(resolver: PrincipalResolver, options: AuthenticateO
     if (options.adminOnly && !principal.isAdmin) throw new AppError('FORBIDDEN');
     return next();
   };
+}
+
+/**
+ * Spec 5.3 item 2, 7.1 case 5, decisions.md §6: when the policy names a secondary external JWT
+ * signer, every request (bearer or legacy session) must also carry a valid JWT of it; the access
+ * token or session alone is not enough. Fails closed when no check is wired.
+ */
+async function secondaryExtJwtGate(resolver: PrincipalResolver, tokens: string[], principal: Principal) {
+  const signerId = principal.requireExtJwtSigner;
+  if (!signerId) return;
+  if (!resolver.secondaryExtJwt) {
+    throw new AppError('UNAUTHORIZED', { detail: 'no secondary external JWT check is configured' });
+  }
+  await resolver.secondaryExtJwt(tokens, principal);
 }
 
 export function principalOf(ctx: Context): Principal {

@@ -55,7 +55,8 @@ function toBodyError(err: Error & { status?: number; type?: string }): AppError 
   if (err.status === 415) return new AppError('UNSUPPORTED_MEDIA_TYPE');
   return new AppError('COULD_NOT_VALIDATE', {
     cause: { field: 'body', reason: 'the request body could not be parsed' },
-    detail: err.message,
+    // Only the error's kind: parser messages quote the body, which may hold a password.
+    detail: err.name,
   });
 }
 

@@ -17,6 +17,8 @@ export interface Principal {
    * with every API request (spec 5.3 item 2); null when none is required.
    */
   requireExtJwtSigner: string | null;
+  /** The identity's `externalId`: the secondary JWT must name it (signers with `useExternalId`). */
+  externalId?: string | null;
 }
 
 /** Verifies `Authorization: Bearer` access tokens (the OIDC layer provides it). */

@@ -34,12 +34,15 @@ export interface LoginState {
 
 /**
  * Second-factor hook (issue 5): the queries still owed after the primary check. An empty list
- * completes the login; otherwise the endpoint answers `200 {authQueries}`.
+ * completes the login; otherwise the endpoint answers `200 {authQueries}`. `ctx` is the login
+ * request: its `Authorization` header may carry the secondary external JWT (spec 4.2 note 3); a
+ * factor found satisfied there is recorded in `state` (its `satisfied` and `amr`).
  */
 export type OutstandingFactors = (
   identity: Identity,
   policy: AuthPolicy,
   state: LoginState,
+  ctx: Context,
 ) => Promise<AuthQuery[]>;
 
 export const noOutstandingFactors: OutstandingFactors = async () => [];
@@ -125,16 +128,19 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     input: { method: string; configTypes?: string[]; primary: () => Promise<PrimaryAuthResult> },
   ): Promise<LoginOutcome> {
     const result = await input.primary(); // 401 INVALID_AUTH; the request stays usable
+    // decisions.md §5: factors satisfied for this auth request stay satisfied when the same
+    // identity resubmits the primary login (e.g. now with the secondary external JWT).
+    const previous = request.state?.identityId === result.identity.id ? request.state : undefined;
     const state: LoginState = {
       identityId: result.identity.id,
       method: input.method,
-      amr: result.amr,
+      amr: [...new Set([...result.amr, ...(previous?.amr ?? [])])],
       configTypes: input.configTypes ?? requestedConfigTypes(request.params),
       isCertExtendable: result.isCertExtendable,
       authTime: Math.floor(now().getTime() / 1000),
-      satisfied: ['primary'],
+      satisfied: [...new Set(['primary', ...(previous?.satisfied ?? [])])],
     };
-    const authQueries = await outstandingFactors(result.identity, result.policy, state);
+    const authQueries = await outstandingFactors(result.identity, result.policy, state, ctx);
     if (authQueries.length > 0) {
       await savePending(request, state);
       return { kind: 'queries', authQueries };

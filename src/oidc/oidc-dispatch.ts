@@ -5,9 +5,26 @@ import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
 import { OIDC_MOUNT, withoutCookie } from './resume-in-process.js';
 
 const ROOT_DISCOVERY = '/.well-known/openid-configuration';
-/** The provider endpoints we expose; everything else under /oidc is ours or a JSON 404. */
-const PROVIDER_PATHS =
-  /^\/oidc\/(authorization|authorization\/[A-Za-z0-9_-]{1,128}|token|keys|revoke|\.well-known\/openid-configuration|\.well-known\/oauth-authorization-server)$/;
+/**
+ * The provider endpoints we expose and their methods; everything else under /oidc is ours or a
+ * JSON 404, and a wrong method a JSON 405 (the provider itself would answer text/plain).
+ */
+const PROVIDER_ROUTES: [RegExp, string[]][] = [
+  [/^\/oidc\/authorization(\/[A-Za-z0-9_-]{1,128})?$/, ['GET', 'HEAD']],
+  [/^\/oidc\/(token|revoke)$/, ['POST']],
+  [
+    /^\/oidc\/(keys|\.well-known\/openid-configuration|\.well-known\/oauth-authorization-server)$/,
+    ['GET', 'HEAD'],
+  ],
+];
+
+function checkProviderRoute(ctx: Context): void {
+  const route = PROVIDER_ROUTES.find(([path]) => path.test(ctx.path));
+  if (!route) throw new AppError('NOT_FOUND', { message: `no resource at ${ctx.method} ${ctx.path}` });
+  if (!route[1].includes(ctx.method)) {
+    throw new AppError('METHOD_NOT_ALLOWED', { headers: { allow: route[1].join(', ') } });
+  }
+}
 const MAX_CONFIG_TYPES = 32;
 const MAX_CONFIG_TYPE_LENGTH = 256; // as for the login body (loginExtrasSchema)
 
@@ -63,13 +80,14 @@ function rewriteAuthorizationQuery(ctx: Context): boolean {
 async function dispatch(ctx: Context, entry: IssuerEntry): Promise<void> {
   const req = ctx.req as typeof ctx.req & { originalUrl?: string };
   if (ctx.path === ROOT_DISCOVERY) {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      throw new AppError('METHOD_NOT_ALLOWED', { headers: { allow: 'GET, HEAD' } });
+    }
     // Same document as /oidc/.well-known/…: originalUrl keeps the /oidc prefix on every endpoint (notes §9).
     req.originalUrl = `${OIDC_MOUNT}${ROOT_DISCOVERY}`;
     req.url = ROOT_DISCOVERY;
   } else {
-    if (!PROVIDER_PATHS.test(ctx.path)) {
-      throw new AppError('NOT_FOUND', { message: `no resource at ${ctx.method} ${ctx.path}` });
-    }
+    checkProviderRoute(ctx);
     if (ctx.path === `${OIDC_MOUNT}/authorization` && ctx.method === 'GET' && !rewriteAuthorizationQuery(ctx))
       return;
     req.originalUrl = req.url;

@@ -118,6 +118,7 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
         isCertExtendable: claims.z_ice === true,
         mfaPending: false,
         requireExtJwtSigner: identity.requireExtJwtSigner,
+        externalId: identity.externalId ?? null,
       };
     },
   };

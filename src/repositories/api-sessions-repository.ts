@@ -94,13 +94,14 @@ export const apiSessionsRepository = {
     return row && toApiSession(row);
   },
 
-  async hasActive(db: Db, identityId: string, now: Date): Promise<boolean> {
-    return (
-      (await db('api_sessions')
-        .where({ identity_id: identityId })
-        .andWhere('expires_at', '>', now)
-        .first('id')) !== undefined
-    );
+  /** Which of these identities have a live API session. */
+  async activeAmong(db: Db, identityIds: string[], now: Date): Promise<Set<string>> {
+    if (identityIds.length === 0) return new Set();
+    const rows = await db('api_sessions')
+      .whereIn('identity_id', identityIds)
+      .andWhere('expires_at', '>', now)
+      .distinct('identity_id');
+    return new Set(rows.map((r: { identity_id: string }) => r.identity_id));
   },
 
   async delete(db: Db, id: string): Promise<ApiSession | undefined> {
@@ -113,9 +114,12 @@ export const apiSessionsRepository = {
     return rows.map((r: { id: string }) => r.id);
   },
 
-  async deleteExpired(db: Db, now: Date, limit = 500): Promise<number> {
-    return db('api_sessions')
-      .whereIn('id', db('api_sessions').select('id').where('expires_at', '<', now).limit(limit))
-      .delete();
+  /** Expired sessions, at most `limit` per call. */
+  async deleteExpired(db: Db, now: Date, limit = 1000): Promise<number> {
+    const { rows } = await db.raw(
+      'DELETE FROM api_sessions WHERE id IN (SELECT id FROM api_sessions WHERE expires_at < ? LIMIT ?) RETURNING id',
+      [now, limit],
+    );
+    return rows.length;
   },
 };

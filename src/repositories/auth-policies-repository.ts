@@ -118,8 +118,6 @@ async function replaceSigners(db: Db, policyId: string, signerIds: string[]): Pr
 }
 
 export const authPoliciesRepository = {
-  table: (db: Db) => db<AuthPolicyRow>('auth_policies'),
-
   async findById(db: Db, id: string): Promise<AuthPolicy | undefined> {
     const row = await db<AuthPolicyRow>('auth_policies').where({ id }).first();
     return row && toPolicy(row, (await signersOf(db, [id])).get(id) ?? []);

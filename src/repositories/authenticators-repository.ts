@@ -60,8 +60,6 @@ export type NewAuthenticator = Pick<Authenticator, 'id' | 'identityId' | 'method
   >;
 
 export const authenticatorsRepository = {
-  table: (db: Db) => db<AuthenticatorRow>('authenticators'),
-
   async insert(db: Db, a: NewAuthenticator): Promise<Authenticator> {
     const [row] = await db('authenticators')
       .insert({

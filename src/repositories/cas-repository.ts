@@ -88,8 +88,6 @@ const columnsOf = (c: CaChanges) => {
 };
 
 export const casRepository = {
-  table: (db: Db) => db<CaRow>('cas'),
-
   async insert(db: Db, ca: NewCa): Promise<Ca> {
     const [row] = await db('cas')
       .insert({
@@ -139,11 +137,6 @@ export const casRepository = {
   async page(db: Db, q: ListQuery): Promise<{ items: Ca[]; totalCount: number }> {
     const { rows, totalCount } = await runListQuery<CaRow>(db('cas').select('*'), q, 'id');
     return { items: rows.map(toCa), totalCount };
-  },
-
-  async list(db: Db): Promise<Ca[]> {
-    const rows = await db<CaRow>('cas').orderBy('name');
-    return rows.map(toCa);
   },
 
   /** CAs that may authenticate anyone: verified and auth-enabled (decisions.md §3). */

@@ -45,8 +45,6 @@ export const toEnrollment = (r: EnrollmentRow): Enrollment => ({
 });
 
 export const enrollmentsRepository = {
-  table: (db: Db) => db<EnrollmentRow>('enrollments'),
-
   async insert(db: Db, e: Omit<Enrollment, 'createdAt'>): Promise<Enrollment> {
     const [row] = await db('enrollments')
       .insert({
@@ -117,9 +115,5 @@ export const enrollmentsRepository = {
   async delete(db: Db, id: string): Promise<Enrollment | undefined> {
     const [row] = await db('enrollments').where({ id }).delete().returning('*');
     return row && toEnrollment(row);
-  },
-
-  async deleteForIdentity(db: Db, identityId: string): Promise<number> {
-    return db('enrollments').where({ identity_id: identityId }).delete();
   },
 };

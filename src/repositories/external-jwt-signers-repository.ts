@@ -88,8 +88,6 @@ const toRow = (s: ExternalJwtSignerInput) => ({
 });
 
 export const externalJwtSignersRepository = {
-  table: (db: Db) => db<SignerRow>('external_jwt_signers'),
-
   async insert(db: Db, id: string, s: ExternalJwtSignerInput): Promise<ExternalJwtSigner> {
     const [row] = await db('external_jwt_signers')
       .insert({ id, ...toRow(s) })
@@ -107,6 +105,12 @@ export const externalJwtSignersRepository = {
 
   async findById(db: Db, id: string): Promise<ExternalJwtSigner | undefined> {
     const row = await db<SignerRow>('external_jwt_signers').where({ id }).first();
+    return row && toSigner(row);
+  },
+
+  /** The row locked for the rest of the transaction (read-modify-write without lost updates). */
+  async findForUpdate(db: Db, id: string): Promise<ExternalJwtSigner | undefined> {
+    const row = await db<SignerRow>('external_jwt_signers').where({ id }).forUpdate().first();
     return row && toSigner(row);
   },
 

@@ -101,8 +101,6 @@ const columnsOf = (c: IdentityChanges) => {
 };
 
 export const identitiesRepository = {
-  table: (db: Db) => db<IdentityRow>('identities'),
-
   async insert(db: Db, i: NewIdentity): Promise<Identity> {
     const [row] = await db('identities')
       .insert({
@@ -140,12 +138,6 @@ export const identitiesRepository = {
    * Admin reset of TOTP (decisions.md §3 `DELETE /identities/{id}/mfa`): the configuration and its
    * recovery codes go; the identity enrolls again on its next login.
    */
-  async deleteMfa(db: Db, identityId: string): Promise<number> {
-    const codes = await db('mfa_recovery_codes').where({ identity_id: identityId }).delete();
-    const totp = await db('mfa_totp').where({ identity_id: identityId }).delete();
-    return codes + totp;
-  },
-
   async findByExternalId(db: Db, externalId: string): Promise<Identity | undefined> {
     const row = await db<IdentityRow>('identities').where({ external_id: externalId }).first();
     return row && toIdentity(row);

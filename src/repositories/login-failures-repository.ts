@@ -29,6 +29,17 @@ export const loginFailuresRepository = {
     return { consecutive: rows[0].consecutive, inWindow: rows[0].in_window };
   },
 
+  /**
+   * What an unknown username's attempt writes instead of a counter: a committed upsert like
+   * `recordFailure`'s, spread over a few rows so parallel attempts do not queue on one.
+   */
+  async shadowWrite(db: Db, now: Date): Promise<void> {
+    await db('login_shadow')
+      .insert({ slot: Math.floor(Math.random() * 16), touched_at: now })
+      .onConflict('slot')
+      .merge(['touched_at']);
+  },
+
   async get(db: Db, identityId: string, now: Date): Promise<FailureCounts> {
     const row = await db('login_failures').where({ identity_id: identityId }).first();
     if (!row) return { consecutive: 0, inWindow: 0 };

@@ -31,6 +31,16 @@ const toConfig = (r: TotpRow): TotpConfig => ({
 });
 
 export const mfaTotpRepository = {
+  /** Which of these identities have a verified TOTP configuration (`isMfaEnabled`). */
+  async verifiedAmong(db: Db, identityIds: string[]): Promise<Set<string>> {
+    if (identityIds.length === 0) return new Set();
+    const rows = await db('mfa_totp')
+      .whereIn('identity_id', identityIds)
+      .andWhere({ is_verified: true })
+      .select('identity_id');
+    return new Set(rows.map((r: { identity_id: string }) => r.identity_id));
+  },
+
   async find(db: Db, identityId: string): Promise<TotpConfig | undefined> {
     const row = await db<TotpRow>('mfa_totp').where({ identity_id: identityId }).first();
     return row && toConfig(row);

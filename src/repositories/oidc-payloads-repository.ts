@@ -26,6 +26,17 @@ const toStored = (r: Row): StoredOidcPayload => ({
   consumedAt: r.consumed_at,
 });
 
+/**
+ * The identity a row belongs to: the provider's `accountId` (grants, sessions, codes, refresh
+ * tokens, our login facts) or, for an unfinished login, the identity its result names.
+ */
+function accountIdOf(payload: Record<string, unknown>): string | null {
+  const result = payload.result as
+    { login?: { accountId?: unknown }; svc?: { identityId?: unknown } } | undefined;
+  const id = payload.accountId ?? result?.login?.accountId ?? result?.svc?.identityId;
+  return typeof id === 'string' ? id : null;
+}
+
 /** Rows that have not expired at `now` (the library re-checks `exp` itself, notes §6). */
 const live = (db: Db, model: string, now: Date) =>
   db('oidc_payloads')
@@ -44,9 +55,10 @@ export const oidcPayloadsRepository = {
         user_code: row.userCode ?? null,
         uid: row.uid ?? null,
         expires_at: row.expiresAt ?? null,
+        account_id: accountIdOf(row.payload),
       })
       .onConflict(['model', 'id'])
-      .merge(['payload', 'grant_id', 'user_code', 'uid', 'expires_at']);
+      .merge(['payload', 'grant_id', 'user_code', 'uid', 'expires_at', 'account_id']);
   },
 
   async find(db: Db, model: string, id: string, now: Date): Promise<StoredOidcPayload | undefined> {
@@ -101,12 +113,8 @@ export const oidcPayloadsRepository = {
    * Everything of one identity: grants, sessions, codes, refresh tokens (payload.accountId) and
    * unfinished logins (interactions whose result names the identity), decisions.md §3.
    */
-  async deleteForAccount(db: Db, accountId: string): Promise<number> {
-    return db('oidc_payloads')
-      .whereRaw(`payload->>'accountId' = ?`, [accountId])
-      .orWhereRaw(`model = 'Interaction' AND payload->'result'->'login'->>'accountId' = ?`, [accountId])
-      .orWhereRaw(`model = 'Interaction' AND payload->'result'->'svc'->>'identityId' = ?`, [accountId])
-      .delete();
+  async deleteForAccount(db: Db, accountId: string): Promise<void> {
+    await db('oidc_payloads').where({ account_id: accountId }).delete();
   },
 
   /** Expired rows, at most `limit` per call so the janitor never holds long locks. */

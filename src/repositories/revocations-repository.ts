@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 
-export type RevocationKind = 'identity' | 'api_session' | 'token';
+export type RevocationKind = 'identity' | 'api_session';
 
 export interface Revocation {
   id: number;
@@ -37,26 +37,21 @@ export const revocationsRepository = {
     return toRevocation(row);
   },
 
-  /**
-   * Live revocations after `afterId` or created since `since` (commits can land out of id
-   * order), oldest first: the catch-up read of every instance.
-   */
-  async listRecent(db: Db, afterId: number, now: Date, since: Date): Promise<Revocation[]> {
+  /** Revocations with an id above `afterId` or among `ids`, oldest first, at most `limit`. */
+  async listAfterOrIn(db: Db, afterId: number, ids: number[], limit: number): Promise<Revocation[]> {
     const rows = await db<RevocationRow>('revocations')
-      .where((q) => q.where('id', '>', afterId).orWhere('created_at', '>=', since))
-      .andWhere('expires_at', '>', now)
+      .where((q) => {
+        q.where('id', '>', afterId);
+        if (ids.length > 0) q.orWhereIn('id', ids);
+      })
       .orderBy('id')
-      .limit(10_000);
+      .limit(limit);
     return rows.map(toRevocation);
   },
 
-  /** Live revocations after `afterId`, oldest first. */
-  async listAfter(db: Db, afterId: number, now: Date, limit = 1000): Promise<Revocation[]> {
-    const rows = await db<RevocationRow>('revocations')
-      .where('id', '>', afterId)
-      .andWhere('expires_at', '>', now)
-      .orderBy('id')
-      .limit(limit);
+  /** Every revocation still in force: what a starting instance loads. */
+  async listLive(db: Db, now: Date): Promise<Revocation[]> {
+    const rows = await db<RevocationRow>('revocations').where('expires_at', '>', now).orderBy('id');
     return rows.map(toRevocation);
   },
 
@@ -65,7 +60,12 @@ export const revocationsRepository = {
     return Number(row?.max ?? 0);
   },
 
-  async deleteExpired(db: Db, now: Date): Promise<number> {
-    return db('revocations').where('expires_at', '<', now).delete();
+  /** Expired rows in bounded batches (the janitor). */
+  async deleteExpired(db: Db, now: Date, limit = 1000): Promise<number> {
+    const { rows } = await db.raw(
+      'DELETE FROM revocations WHERE id IN (SELECT id FROM revocations WHERE expires_at < ? LIMIT ?) RETURNING id',
+      [now, limit],
+    );
+    return rows.length;
   },
 };

@@ -2,8 +2,10 @@ import type { Context } from 'koa';
 
 /** Login pages are never framed and load nothing from elsewhere (decisions.md §5). */
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'";
+/** The TOTP enrollment page also shows its QR code, inlined as a `data:` PNG (nothing fetched). */
+const CSP_WITH_DATA_IMAGES = `${CSP}; img-src data:`;
 
-const escapeHtml = (s: string) =>
+export const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function page(title: string, body: string): string {
@@ -17,6 +19,7 @@ function page(title: string, body: string): string {
 body{font-family:system-ui,sans-serif;max-width:24rem;margin:3rem auto;padding:0 1rem}
 label{display:block;margin:.75rem 0 .25rem}input{width:100%;padding:.4rem;box-sizing:border-box}
 button{margin-top:1rem;padding:.5rem 1rem}.error{color:#b00020}
+img.qr{display:block;margin:1rem auto;width:16rem;height:16rem}code.secret{word-break:break-all}
 </style>
 </head>
 <body>
@@ -26,9 +29,10 @@ ${body}
 </html>`;
 }
 
-const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
+export const errorLine = (error?: string) =>
+  error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '';
 
-const hiddenId = (authRequestId: string) =>
+export const hiddenId = (authRequestId: string) =>
   `<input type="hidden" name="authRequestId" value="${escapeHtml(authRequestId)}">`;
 
 export type LoginPage = 'username' | 'cert' | 'ext-jwt';
@@ -66,6 +70,19 @@ use the application that started this sign-in.</p>`,
   ];
 }
 
+/** Sends a complete page with the login pages' CSP (`dataImages`: allow inline `data:` PNGs). */
+export function sendPage(
+  ctx: Context,
+  title: string,
+  body: string,
+  options: { status?: number; dataImages?: boolean } = {},
+): void {
+  ctx.status = options.status ?? 200;
+  ctx.set('content-security-policy', options.dataImages ? CSP_WITH_DATA_IMAGES : CSP);
+  ctx.type = 'html';
+  ctx.body = page(title, body);
+}
+
 /** A usable HTML login page that posts back to the same URL as a form. */
 export function renderLoginPage(
   ctx: Context,
@@ -74,10 +91,7 @@ export function renderLoginPage(
   options: { status?: number; error?: string } = {},
 ): void {
   const [title, body] = pageBody(kind, authRequestId, ctx.path, options.error);
-  ctx.status = options.status ?? 200;
-  ctx.set('content-security-policy', CSP);
-  ctx.type = 'html';
-  ctx.body = page(title, body);
+  sendPage(ctx, title, body, { status: options.status });
 }
 
 /** After end_session without a redirect target, for browsers. */

@@ -4,8 +4,11 @@ import { AppError, isAppError } from '../errors/app-error.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import type { Oidc } from '../oidc/create-oidc.js';
 import type { AuthRequest, LoginOutcome } from '../oidc/login-flow.js';
+import { pendingChallengesOf } from '../oidc/second-factors.js';
 import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
+import { answerOutcome, oidcFactorRoutes } from './oidc-factor-routes.js';
+import { authRequestIdOf, sendOwed, wantsHtml } from './oidc-login-http.js';
 import { renderLoginPage, type LoginPage } from './oidc-login-pages.js';
 import { primaryLoginsFor } from './primary-logins.js';
 import type { RouteDeps } from './route-deps.js';
@@ -18,27 +21,25 @@ const PAGES: { path: string; page: LoginPage; method: string }[] = [
   { path: 'ext-jwt', page: 'ext-jwt', method: 'ext-jwt' },
 ];
 
-const wantsHtml = (ctx: Context) => ctx.accepts('json', 'html') === 'html';
-
-/** The auth request id: body `authRequestId` (spec), body `id`, or query `authRequestID`. */
-function authRequestIdOf(ctx: Context, body: Record<string, unknown> = {}): unknown {
-  const id = body.authRequestId ?? body.id ?? ctx.query.authRequestID ?? ctx.query.id;
-  if (typeof id === 'string') ctx.set('auth-request-id', id);
-  return id;
-}
-
 /** `configTypes` as a JSON array or a repeated form field (one value arrives as a string). */
 function configTypesOf(body: Record<string, unknown>): string[] | undefined {
   const raw = typeof body.configTypes === 'string' ? [body.configTypes] : body.configTypes;
   return parseInput(loginExtrasSchema, { configTypes: raw }).configTypes;
 }
 
-/** Answers a login outcome: the provider already sent its 303, or the factors still owed (spec 3.1). */
-function respond(ctx: Context, outcome: LoginOutcome): void {
+/**
+ * Answers a primary login (spec 3.1): the provider already sent its 303, or the factors still
+ * owed with the challenges the second-factor hook left (a TOTP or enrollment page for a browser).
+ */
+async function respond(ctx: Context, deps: RouteDeps, request: AuthRequest, outcome: LoginOutcome) {
   if (outcome.kind === 'redirected') return;
-  if (outcome.authQueries.some((q) => q.typeId === 'MFA')) ctx.set('totp-required', 'true');
-  ctx.status = 200;
-  ctx.body = { authQueries: outcome.authQueries };
+  const owed = {
+    kind: 'queries' as const,
+    authQueries: outcome.authQueries,
+    challenges: pendingChallengesOf(ctx),
+  };
+  if (deps.oidcFactors) return answerOutcome(ctx, deps.oidcFactors, request, owed);
+  sendOwed(ctx, owed.authQueries, owed.challenges);
 }
 
 /**
@@ -49,6 +50,7 @@ function respond(ctx: Context, outcome: LoginOutcome): void {
  */
 export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): void {
   const primaryLogins = primaryLoginsFor(deps);
+  if (deps.oidcFactors) oidcFactorRoutes(router, oidc, deps.oidcFactors);
 
   for (const { path, page, method } of PAGES) {
     router.get(`/oidc/login/${path}`, async (ctx: Context) => {
@@ -68,7 +70,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
           configTypes: configTypesOf(body),
           primary: () => primary(ctx),
         });
-        respond(ctx, outcome);
+        await respond(ctx, deps, request, outcome);
       } catch (err) {
         if (!(isAppError(err) && err.code === 'INVALID_AUTH' && ctx.is('urlencoded') && wantsHtml(ctx)))
           throw err;

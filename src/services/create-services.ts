@@ -6,6 +6,7 @@ import { identitiesRepository } from '../repositories/identities-repository.js';
 import type { RouteDeps } from '../routes/route-deps.js';
 import { createRateLimiter } from '../middleware/rate-limit.js';
 import { createSessionService } from './session-service.js';
+import { startJanitor } from './janitor.js';
 import { createLegacyPrincipals } from './legacy-principals.js';
 import { createRevocationService } from './revocation-service.js';
 import { createLoginLockout } from './auth/login-lockout.js';
@@ -28,6 +29,11 @@ import { createCertMethod } from './auth/cert-method.js';
 import { createExtJwtMethod } from './auth/ext-jwt-method.js';
 import { createJwksCache } from './auth/jwks-cache.js';
 import { createOidc } from '../oidc/create-oidc.js';
+import { createSignerCache } from './auth/signer-cache.js';
+import { externalJwtSignersRepository } from '../repositories/external-jwt-signers-repository.js';
+import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
+import { createSecondFactors } from '../oidc/second-factors.js';
+import { createFactorSteps } from '../oidc/factor-steps.js';
 
 export interface ServiceDeps {
   config: Config;
@@ -59,7 +65,9 @@ export async function createServices({ config, database, box, pki, logger }: Ser
   const signers = createSignerService({ knex });
   const cas = createCaService({ knex });
   const certMethod = createCertMethod({ knex, pki });
-  const extJwtMethod = createExtJwtMethod({ knex, jwks: createJwksCache() });
+  // Issue 5: the secondary external JWT is checked on every API request, its signer from memory.
+  const signerCache = createSignerCache({ load: (id) => externalJwtSignersRepository.findById(knex, id) });
+  const extJwtMethod = createExtJwtMethod({ knex, jwks: createJwksCache(), findSigner: signerCache.get });
   const signEnrollmentJwt = createEnrollmentJwtSigner({
     server: pki.server,
     // decisions.md §3: iss is the advertised address of the first listener hosting edge-client.
@@ -78,8 +86,17 @@ export async function createServices({ config, database, box, pki, logger }: Ser
   const authenticators = createAuthenticatorService({ knex });
   const enroll = createEnrollmentCompletion({ knex, pki, trustDomain: config.pki.trustDomain });
   const totp = createTotpService({ knex, box, issuer: config.edge?.totp.issuer ?? 'svc' });
+  const secondFactors = createSecondFactors({ totp, extJwt: extJwtMethod, findSigner: signerCache.get });
 
-  const principals: PrincipalResolver = { session: createLegacyPrincipals({ knex, sessions }) };
+  const principals: PrincipalResolver = {
+    session: createLegacyPrincipals({ knex, sessions }),
+    // Spec 5.3 item 2: the JWT must name the caller (externalId or id, as the signer says).
+    secondaryExtJwt: (tokens, p) =>
+      extJwtMethod.checkSecondary(tokens, p.requireExtJwtSigner!, {
+        id: p.identityId,
+        externalId: p.externalId ?? null,
+      }),
+  };
 
   const routeDeps: RouteDeps = {
     config,
@@ -115,20 +132,23 @@ export async function createServices({ config, database, box, pki, logger }: Ser
         revocationState,
         identityContext,
         findIdentity: routeDeps.findIdentity,
+        outstandingFactors: secondFactors.outstandingFactors,
       })
     : undefined;
   if (oidcProvider) {
     principals.bearer = oidcProvider.verifier.bearer;
     routeDeps.oidc = oidcProvider;
+    // The second-factor steps of the OIDC login (issue 5; engineer F).
+    routeDeps.oidcFactors = createFactorSteps({
+      login: oidcProvider.login,
+      factors: secondFactors,
+      totp,
+      findIdentity: routeDeps.findIdentity,
+      findPolicy: (id) => authPoliciesRepository.findById(knex, id),
+    });
   }
 
-  const janitor = setInterval(() => {
-    void knex('api_sessions')
-      .where('expires_at', '<', new Date())
-      .delete()
-      .catch((err: unknown) => logger.warn({ err }, 'session clean-up failed'));
-  }, 60_000);
-  janitor.unref();
+  const stopJanitor = startJanitor(knex, logger);
 
   return {
     sessions,
@@ -136,7 +156,7 @@ export async function createServices({ config, database, box, pki, logger }: Ser
     totp,
     routeDeps,
     async stop() {
-      clearInterval(janitor);
+      stopJanitor();
       oidcProvider?.stop();
       await revocationState.stop();
     },

@@ -8,6 +8,8 @@ export interface IdentityContext {
   name: string;
   /** The policy's `secondary.requireExtJwt`: a JWT of this signer must come with every request. */
   requireExtJwtSigner: string | null;
+  /** The secondary external JWT must name this identity (issue 5). */
+  externalId?: string | null;
 }
 
 export interface IdentityContextDeps {
@@ -26,13 +28,21 @@ export interface IdentityContextDeps {
 export function createIdentityContextCache({ knex, ttlMs = 300_000, now = Date.now }: IdentityContextDeps) {
   const entries = new Map<string, { value: IdentityContext; at: number }>();
   const loading = new Map<string, Promise<IdentityContext | undefined>>();
+  // Bumped by `invalidate`: a load that started before an invalidation must not be cached.
+  const versions = new Map<string, number>();
 
   async function load(id: string): Promise<IdentityContext | undefined> {
+    const version = versions.get(id) ?? 0;
     const identity = await identitiesRepository.findById(knex, id);
     if (!identity) return undefined;
     const policy = await authPoliciesRepository.findById(knex, identity.authPolicyId);
-    const value = { id, name: identity.name, requireExtJwtSigner: policy?.secondary.requireExtJwt ?? null };
-    entries.set(id, { value, at: now() });
+    const value = {
+      id,
+      name: identity.name,
+      requireExtJwtSigner: policy?.secondary.requireExtJwt ?? null,
+      externalId: identity.externalId,
+    };
+    if ((versions.get(id) ?? 0) === version) entries.set(id, { value, at: now() });
     return value;
   }
 
@@ -49,6 +59,8 @@ export function createIdentityContextCache({ knex, ttlMs = 300_000, now = Date.n
     },
     invalidate(id: string): void {
       entries.delete(id);
+      loading.delete(id);
+      versions.set(id, (versions.get(id) ?? 0) + 1);
     },
   };
 }

@@ -4,6 +4,8 @@ import { AppError, validationError } from '../errors/app-error.js';
 import { newId } from '../crypto/random.js';
 import { parseListQuery } from '../repositories/list-query.js';
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
+import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
+import { mfaRecoveryCodesRepository } from '../repositories/mfa-recovery-codes-repository.js';
 import {
   identitiesRepository,
   identityListFields,
@@ -45,15 +47,20 @@ async function lockIdentity(trx: Db, id: string): Promise<Identity> {
   return identity;
 }
 
-/** decisions.md §3: a change of isAdmin or authPolicyId ends the identity's sessions and tokens. */
+/**
+ * decisions.md §3: a change of isAdmin or authPolicyId ends the identity's sessions and tokens;
+ * so does a new externalId, which changes whose external JWT stands for the identity.
+ */
 const changesPrivileges = (current: Identity, u: IdentityUpdate) =>
   (u.isAdmin !== undefined && u.isAdmin !== current.isAdmin) ||
-  (u.authPolicyId !== undefined && u.authPolicyId !== current.authPolicyId);
+  (u.authPolicyId !== undefined && u.authPolicyId !== current.authPolicyId) ||
+  (u.externalId !== undefined && u.externalId !== current.externalId);
 
 /**
  * Identities of the management API (decisions.md §3, spec 2.1 and 3.3). Every change is one
  * transaction; whatever ends access (delete, disable, privilege change, TOTP reset) goes through
- * the revocation service in that transaction, and `afterCommit` tells the other parts at once.
+ * the revocation service in that transaction; `afterCommit` then refreshes this process's
+ * revocation state (other instances follow within a second).
  */
 export function createIdentityService(deps: IdentityServiceDeps) {
   const { knex, revocations } = deps;
@@ -169,7 +176,8 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     async resetMfa(id: string): Promise<void> {
       await write(async (trx) => {
         await lockIdentity(trx, id);
-        await identitiesRepository.deleteMfa(trx, id);
+        await mfaRecoveryCodesRepository.deleteAll(trx, id);
+        await mfaTotpRepository.delete(trx, id);
         await revocations.revokeIdentity(trx, id);
         return true;
       });

@@ -2,6 +2,8 @@ import type { Db } from '../db/create-database.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { roleAttributesRepository } from '../repositories/identities-repository.js';
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
+import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
+import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { enrollmentsRepository, type Enrollment } from '../repositories/enrollments-repository.js';
 
 /** Signs the enrollment JWT shown in identity details (the enrollment service provides it). */
@@ -44,18 +46,9 @@ export function createIdentityView({ signEnrollmentJwt, now = () => new Date() }
       roleAttributesRepository.listFor(db, ids),
       authenticatorsRepository.listFor(db, ids),
       enrollmentsRepository.listFor(db, ids),
-      ids.length
-        ? db('mfa_totp').whereIn('identity_id', ids).andWhere({ is_verified: true }).select('identity_id')
-        : [],
-      ids.length
-        ? db('api_sessions')
-            .whereIn('identity_id', ids)
-            .andWhere('expires_at', '>', now())
-            .distinct('identity_id')
-        : [],
+      mfaTotpRepository.verifiedAmong(db, ids),
+      apiSessionsRepository.activeAmong(db, ids, now()),
     ]);
-    const mfaSet = new Set((mfa as { identity_id: string }[]).map((r) => r.identity_id));
-    const sessionSet = new Set((sessions as { identity_id: string }[]).map((r) => r.identity_id));
     return Promise.all(
       identities.map(async (i) => ({
         id: i.id,
@@ -69,8 +62,8 @@ export function createIdentityView({ signEnrollmentJwt, now = () => new Date() }
         tags: i.tags,
         disabled: i.disabled && (i.disabledUntil === null || i.disabledUntil > now()),
         disabledUntil: i.disabledUntil?.toISOString() ?? null,
-        isMfaEnabled: mfaSet.has(i.id),
-        hasApiSession: sessionSet.has(i.id),
+        isMfaEnabled: mfa.has(i.id),
+        hasApiSession: sessions.has(i.id),
         authenticators: authenticatorsView(authenticators.filter((a) => a.identityId === i.id)),
         enrollment: await enrollmentView(
           enrollments.filter((e) => e.identityId === i.id),

@@ -31,6 +31,7 @@ export function createLegacyPrincipals({ knex, sessions }: { knex: Knex; session
       isCertExtendable: session.isCertExtendable,
       mfaPending: session.mfaRequired && !session.mfaComplete,
       requireExtJwtSigner: policy?.secondary.requireExtJwt ?? null,
+      externalId: identity.externalId,
     };
   };
 }

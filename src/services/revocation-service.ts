@@ -10,7 +10,10 @@ export interface RevocationServiceDeps {
   /** How long a revocation must be remembered: the longest lifetime of any token it covers (s). */
   retentionSeconds: () => number;
   hooks?: IdentityRevocationHook[];
-  /** Called after commit so in-memory state can be updated at once (issue 6 wires NOTIFY here). */
+  /**
+   * Called after commit: this process reads the new events at once (the other instances learn of
+   * them by the NOTIFY the insert sends, or by their one-second catch-up read).
+   */
   published?: () => void;
   now?: () => Date;
 }

@@ -5,8 +5,14 @@ import { revocationsRepository, type Revocation } from '../repositories/revocati
 
 export const REVOCATION_CHANNEL = 'svc_revocations';
 
-// Commits can land out of id order; rows this recent are read again and deduplicated by id.
-const RESCAN_MS = 60_000;
+// Ids are taken at insert but become visible at commit, so a smaller id can appear after a larger
+// one: every gap below the highest id seen is asked for again until it fills or this long passes
+// (a rolled-back insert leaves a gap for good).
+const GAP_MS = 10 * 60_000;
+// A jump this large is not an in-flight transaction (sequence gaps of rollbacks, a restore).
+const MAX_GAP = 1000;
+const PAGE = 1000;
+const START_WATCH = 50;
 
 interface Entry {
   /** Tokens of the identity with a generation below this are refused; Infinity = deleted. */
@@ -35,7 +41,7 @@ export function createRevocationState({
 }: RevocationStateDeps) {
   const sessions = new Map<string, number>();
   const identities = new Map<string, Entry>();
-  const seen = new Map<number, number>();
+  const gaps = new Map<number, number>();
   const identityListeners: ((identityId: string) => void)[] = [];
   let maxId = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -44,10 +50,13 @@ export function createRevocationState({
   let refreshing: Promise<void> | undefined;
 
   const apply = (r: Revocation) => {
-    if (seen.has(r.id)) return;
-    seen.set(r.id, now());
-    maxId = Math.max(maxId, r.id);
+    gaps.delete(r.id);
+    if (r.id > maxId) {
+      if (r.id - maxId <= MAX_GAP) for (let id = maxId + 1; id < r.id; id++) gaps.set(id, now());
+      maxId = r.id;
+    }
     const expiresAt = r.expiresAt.getTime();
+    if (expiresAt <= now()) return;
     if (r.kind === 'api_session') sessions.set(r.subject, Math.max(sessions.get(r.subject) ?? 0, expiresAt));
     if (r.kind === 'identity') {
       for (const listener of identityListeners) listener(r.subject);
@@ -64,18 +73,31 @@ export function createRevocationState({
     const t = now();
     for (const [k, exp] of sessions) if (exp <= t) sessions.delete(k);
     for (const [k, e] of identities) if (e.expiresAt <= t) identities.delete(k);
-    for (const [id, at] of seen) if (at < t - 2 * RESCAN_MS) seen.delete(id);
+    for (const [id, at] of gaps) if (at < t - GAP_MS) gaps.delete(id);
   };
 
   async function readNow(): Promise<void> {
-    const rows = await revocationsRepository.listRecent(
-      database.knex,
-      maxId,
-      new Date(now()),
-      new Date(now() - RESCAN_MS),
-    );
-    rows.forEach(apply);
+    for (;;) {
+      const rows = await revocationsRepository.listAfterOrIn(database.knex, maxId, [...gaps.keys()], PAGE);
+      rows.forEach(apply);
+      if (rows.length < PAGE) break;
+    }
     prune();
+  }
+
+  /**
+   * At start: everything in force and the high-water mark. The few ids just below it that are
+   * not there yet may belong to transactions still in flight: they are watched like gaps.
+   */
+  async function load(): Promise<void> {
+    const top = await revocationsRepository.maxId(database.knex);
+    const live = await revocationsRepository.listLive(database.knex, new Date(now()));
+    live.forEach(apply);
+    gaps.clear();
+    const present = new Set(live.map((r) => r.id));
+    for (let id = Math.max(1, top - START_WATCH + 1); id <= top; id++)
+      if (!present.has(id)) gaps.set(id, now());
+    maxId = Math.max(maxId, top);
   }
 
   /** Single-flight catch-up read. */
@@ -116,7 +138,7 @@ export function createRevocationState({
     listenerPid: () => (listener as unknown as { processID?: number } | undefined)?.processID,
 
     async start(): Promise<void> {
-      await refresh();
+      await load();
       await listen().catch((err) => logger.warn({ err: err.message }, 'revocation listener failed to start'));
       timer = setInterval(
         () => void refresh().catch((err) => logger.warn({ err: err.message }, 'revocation catch-up failed')),

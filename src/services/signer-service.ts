@@ -105,7 +105,7 @@ export function createSignerService({ knex, now = () => new Date() }: SignerServ
 
   async function update(id: string, build: (current: ExternalJwtSigner) => ExternalJwtSignerInput) {
     await write(async (trx) => {
-      const current = await externalJwtSignersRepository.findById(trx, id);
+      const current = await externalJwtSignersRepository.findForUpdate(trx, id);
       if (!current) throw notFound();
       await externalJwtSignersRepository.update(trx, id, checkKeySource(build(current), now()));
     });

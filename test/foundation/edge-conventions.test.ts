@@ -26,6 +26,23 @@ describe('edge API conventions', () => {
     }
   });
 
+  test('under /oidc, unknown paths are a JSON 404 and wrong methods a JSON 405', async () => {
+    const unknown = await server.client.get('/oidc/nothing-here');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.code).toBe('NOT_FOUND');
+    for (const [method, path, allow] of [
+      ['POST', '/oidc/keys', 'GET, HEAD'],
+      ['DELETE', '/oidc/token', 'POST'],
+      ['POST', '/oidc/authorization', 'GET, HEAD'],
+      ['PUT', '/.well-known/openid-configuration', 'GET, HEAD'],
+    ] as const) {
+      const res = await server.client.request(method, path);
+      expect(res.status).toBe(405);
+      expect(res.header('allow')).toBe(allow);
+      expect(res.body.error.code).toBe('METHOD_NOT_ALLOWED');
+    }
+  });
+
   test('a body that is neither JSON nor form is refused with 415', async () => {
     const res = await server.client.post(authenticate, {
       headers: { 'content-type': 'text/xml' },

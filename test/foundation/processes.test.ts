@@ -107,7 +107,12 @@ describe('the controller process', () => {
       const admins = await client.query('select count(*)::int as n from identities where is_admin');
       const roots = await client.query("select count(*)::int as n from secrets where name = 'pki.root'");
       await client.end();
-      expect(migrations.rows.map((r) => r.name)).toEqual(['001_foundation', '002_mfa', '003_oidc']);
+      expect(migrations.rows.map((r) => r.name)).toEqual([
+        '001_foundation',
+        '002_mfa',
+        '003_oidc',
+        '004_account_index_and_login_shadow',
+      ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);
       // Both serve the same PKI: a session made on one works on the other.

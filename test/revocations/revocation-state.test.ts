@@ -4,6 +4,7 @@ import { createDatabase, type Database } from '../../src/db/create-database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { createRevocationState, type RevocationState } from '../../src/services/revocation-state.js';
 import { revocationsRepository } from '../../src/repositories/revocations-repository.js';
+import { deleteExpiredRows } from '../../src/services/janitor.js';
 import { createTestDatabaseUrl, usingPostgres } from '../helpers/test-database.js';
 
 const logger = pino({ level: 'silent' });
@@ -101,6 +102,28 @@ describe('revocation state kept in memory', () => {
     }
   });
 
+  (usingPostgres ? test : test.skip)(
+    'a revocation committed after a later one is still picked up',
+    async () => {
+      const trx = await writer.knex.transaction();
+      await revocationsRepository.insert(trx, {
+        kind: 'api_session',
+        subject: 'asid-slow',
+        generation: null,
+        expiresAt: inAnHour(),
+      });
+      await revocationsRepository.insert(writer.knex, {
+        kind: 'api_session',
+        subject: 'asid-fast',
+        generation: null,
+        expiresAt: inAnHour(),
+      });
+      expect(await waitFor(() => state.isSessionRevoked('asid-fast'), 1500)).toBe(true);
+      await trx.commit();
+      expect(await waitFor(() => state.isSessionRevoked('asid-slow'), 1500)).toBe(true);
+    },
+  );
+
   (usingPostgres ? test : test.skip)('killing the listener connection loses no revocation', async () => {
     const pid = state.listenerPid();
     expect(pid).toBeDefined();
@@ -122,5 +145,33 @@ describe('revocation state kept in memory', () => {
       expiresAt: inAnHour(),
     });
     expect(await waitFor(() => state.isSessionRevoked('asid-after'), 1500)).toBe(true);
+  });
+});
+
+describe('the janitor', () => {
+  test('deletes expired sessions and revocations and keeps live ones', async () => {
+    const db = createDatabase({ kind: 'pglite' });
+    try {
+      await migrateToLatest(db);
+      const past = new Date(Date.now() - 1000);
+      await revocationsRepository.insert(db.knex, {
+        kind: 'api_session',
+        subject: 'old',
+        generation: null,
+        expiresAt: past,
+      });
+      await revocationsRepository.insert(db.knex, {
+        kind: 'api_session',
+        subject: 'new',
+        generation: null,
+        expiresAt: inAnHour(),
+      });
+      expect(await deleteExpiredRows(db.knex, new Date())).toEqual({ sessions: 0, revocations: 1 });
+      expect((await revocationsRepository.listLive(db.knex, new Date())).map((r) => r.subject)).toEqual([
+        'new',
+      ]);
+    } finally {
+      await db.knex.destroy();
+    }
   });
 });

@@ -63,7 +63,11 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
     }
     const authenticator = await authenticatorsRepository.findByFingerprint(knex, cert.fingerprint);
     if (!authenticator) throw invalidAuth('certificate not enrolled');
-    const trusted = await trust(leaf, rest.map(toPem), authenticator);
+    // A peer-supplied intermediate that cannot be parsed makes the chain untrusted, not a 500.
+    const trusted = await trust(leaf, rest.map(toPem), authenticator).catch((err: unknown) => {
+      if (err instanceof CertificateError) return undefined;
+      throw err;
+    });
     if (!trusted) throw invalidAuth('certificate chain not trusted');
 
     const identity = await identitiesRepository.findById(knex, authenticator.identityId);

@@ -26,6 +26,11 @@ export interface ExtJwtMethodDeps {
   now?: () => Date;
   /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` between us and the IdP. */
   clockToleranceSeconds?: number;
+  /**
+   * Where `checkSecondary` finds its signer (issue 5: an in-memory cache, because it runs on
+   * every API request and decisions.md §6 allows no database read there). Default: the database.
+   */
+  findSigner?: (id: string) => Promise<ExternalJwtSigner | undefined>;
 }
 
 type Failure = Challenge['error'];
@@ -85,6 +90,7 @@ export function createExtJwtMethod({
   jwks,
   now = () => new Date(),
   clockToleranceSeconds = 30,
+  findSigner = (id) => externalJwtSignersRepository.findById(knex, id),
 }: ExtJwtMethodDeps) {
   const certKeys = new Map<string, Promise<CryptoKey>>();
 
@@ -190,7 +196,7 @@ export function createExtJwtMethod({
       signerId: string,
       identity?: Pick<Identity, 'id' | 'externalId'>,
     ): Promise<void> {
-      const signer = await externalJwtSignersRepository.findById(knex, signerId);
+      const signer = await findSigner(signerId);
       const unauthorized = (error: Failure) =>
         new AppError('UNAUTHORIZED', {
           message: 'a valid JWT of the secondary external JWT signer is required',

@@ -3,7 +3,8 @@ import { AppError } from '../../errors/app-error.js';
 import { verifyPassword } from '../../crypto/passwords.js';
 import { authenticatorsRepository } from '../../repositories/authenticators-repository.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
-import { authPoliciesRepository } from '../../repositories/auth-policies-repository.js';
+import { authPoliciesRepository, DEFAULT_POLICY_ID } from '../../repositories/auth-policies-repository.js';
+import { loginFailuresRepository } from '../../repositories/login-failures-repository.js';
 import { isDisabled } from './identity-status.js';
 import type { LoginLockout } from './login-lockout.js';
 import type { PrimaryAuthResult } from './primary-result.js';
@@ -16,6 +17,9 @@ export interface PasswordMethodDeps {
 
 const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail });
 
+// No identity has this id: generated ids are 16 alphanumerics.
+const SHADOW_IDENTITY_ID = '-';
+
 /**
  * UPDB primary authentication. Every refusal — unknown user, wrong password, locked or disabled
  * identity, method not allowed by the policy — is the same 401 after the same Argon2id work.
@@ -27,11 +31,23 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
     return identity && policy ? { identity, policy } : undefined;
   }
 
+  /**
+   * The database round trips of a known identity's failed attempt, touching nothing: an unknown
+   * username must cost the same time as a wrong password (decisions.md §3, ASVS 6.3.8).
+   */
+  async function shadowAttempt(password: string): Promise<void> {
+    await target(SHADOW_IDENTITY_ID);
+    await authPoliciesRepository.findById(knex, DEFAULT_POLICY_ID);
+    await loginFailuresRepository.shadowWrite(knex, now());
+    await verifyPassword(undefined, password);
+    await identitiesRepository.findById(knex, SHADOW_IDENTITY_ID);
+  }
+
   return async function authenticatePassword(username: string, password: string): Promise<PrimaryAuthResult> {
     const authenticator = await authenticatorsRepository.findByUsername(knex, username);
     const found = authenticator && (await target(authenticator.identityId));
     if (!authenticator || !found || !found.policy.primary.updb.allowed) {
-      await verifyPassword(undefined, password);
+      await shadowAttempt(password);
       throw invalidAuth(authenticator ? 'policy does not allow UPDB' : 'unknown username');
     }
     const { identity, policy } = found;

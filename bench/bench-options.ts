@@ -1,0 +1,52 @@
+export interface BenchOptions {
+  quick: boolean;
+  postgres: boolean;
+  pairs: number;
+  only: Set<string>;
+  logLevel: string;
+}
+
+export const USAGE = `npm run bench -- [options]
+
+  --quick            short runs (about a minute in all); same pairs, same table
+  --pg               the service on a fresh PostgreSQL database (postgres://postgres@127.0.0.1:5432),
+                     created and dropped; default: the embedded database
+  --pairs N          interleaved pairs per scenario (default 5; fewer cannot tell noise from a difference)
+  --only LIST        comma-separated subset of bearer,login,refresh
+  --log-level LEVEL  the service's LOG_LEVEL (default warn: no per-request log line)
+  --help`;
+
+const SCENARIO_KEYS = ['bearer', 'login', 'refresh'];
+
+export class UsageError extends Error {}
+
+export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
+  const o: BenchOptions = {
+    quick: false,
+    postgres: false,
+    pairs: 5,
+    only: new Set(SCENARIO_KEYS),
+    logLevel: 'warn',
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new UsageError(`${arg} needs a value`);
+      return v;
+    };
+    if (arg === '--help' || arg === '-h') return 'help';
+    else if (arg === '--quick') o.quick = true;
+    else if (arg === '--pg') o.postgres = true;
+    else if (arg === '--pairs') {
+      o.pairs = Number(value());
+      if (!Number.isInteger(o.pairs) || o.pairs < 1 || o.pairs > 50) throw new UsageError('--pairs: 1 to 50');
+    } else if (arg === '--only') {
+      o.only = new Set(value().split(','));
+      const unknown = [...o.only].filter((k) => !SCENARIO_KEYS.includes(k));
+      if (unknown.length > 0 || o.only.size === 0) throw new UsageError(`--only: ${SCENARIO_KEYS.join(',')}`);
+    } else if (arg === '--log-level') o.logLevel = value();
+    else throw new UsageError(`unknown option ${arg}`);
+  }
+  return o;
+}

@@ -1,0 +1,169 @@
+import { availableParallelism, loadavg } from 'node:os';
+import { selfSignedLoopbackCert, type TlsMaterial } from './baselines/baseline-tls.js';
+import { parseBenchOptions, USAGE, UsageError, type BenchOptions } from './bench-options.js';
+import { runInterleavedPairs } from './interleaved-pairs.js';
+import { formatReport, type ScenarioReport } from './report.js';
+import {
+  bearerSide,
+  loginSide,
+  loginTokens,
+  refreshSide,
+  SCENARIOS,
+  type PreparedSide,
+  type Scenario,
+} from './scenarios.js';
+import { startBearerBaseline, startOidcBaseline } from './targets/baseline-targets.js';
+import { startController } from './targets/controller-target.js';
+import { benchUsers, type Target } from './targets/target.js';
+
+/**
+ * `npm run bench`: the service against its baselines, each target in its own process, the load
+ * from this one. It reports; it does not judge: the exit code is non-zero only when something
+ * failed (a target did not start, a request did not succeed).
+ */
+
+const USERS = benchUsers(8);
+const WARMUP_MS = { full: 3000, quick: 1000 };
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Every target started so far, stopped in reverse order at the end, on errors and on Ctrl-C. */
+const running: Array<{ stop(): Promise<void> }> = [];
+let stopping: Promise<void> | undefined;
+/** One stop for all callers: Ctrl-C and the failure it causes must not exit before the cleanup ends. */
+function stopAll(): Promise<void> {
+  return (stopping ??= (async () => {
+    for (let t = running.pop(); t; t = running.pop()) await t.stop().catch(() => undefined);
+  })());
+}
+function started(target: Target): Target {
+  running.push(target);
+  return target;
+}
+async function stopped(target: Target): Promise<void> {
+  running.splice(running.indexOf(target), 1);
+  await target.stop();
+}
+
+async function compare(
+  o: BenchOptions,
+  scenario: Scenario,
+  baselineName: string,
+  sides: [PreparedSide, PreparedSide],
+): Promise<ScenarioReport> {
+  const runMs = o.quick ? scenario.runMs.quick : scenario.runMs.full;
+  progress(`${scenario.title}: ${o.pairs} pairs of ${runMs / 1000} s runs`);
+  try {
+    const result = await runInterleavedPairs(sides[0], sides[1], {
+      pairs: o.pairs,
+      runMs,
+      warmupMs: o.quick ? WARMUP_MS.quick : WARMUP_MS.full,
+      maxOps: Math.ceil((runMs / 1000) * scenario.ceilingPerSecond),
+      onRun: progress,
+    });
+    return { scenario, baselineName, result };
+  } finally {
+    await Promise.all(sides.map((s) => s.close()));
+  }
+}
+
+const scenario = (key: Scenario['key']) => SCENARIOS.find((s) => s.key === key)!;
+
+async function bearerReport(o: BenchOptions, service: Target, tls: TlsMaterial): Promise<ScenarioReport> {
+  progress('starting baseline (a): bare Koa + jose');
+  const baseline = await startBearerBaseline(tls);
+  const target = started(baseline.target);
+  const serviceTokens = await loginTokens(service, USERS);
+  const baselineTokens = await Promise.all(USERS.map((u) => baseline.mintAccessToken(u)));
+  const report = await compare(o, scenario('bearer'), '(a)', [
+    bearerSide(service, serviceTokens),
+    bearerSide(target, baselineTokens),
+  ]);
+  await stopped(target);
+  return report;
+}
+
+async function flowReports(o: BenchOptions, service: Target, tls: TlsMaterial): Promise<ScenarioReport[]> {
+  progress('starting baseline (b): bare oidc-provider');
+  const baseline = started(await startOidcBaseline(tls, USERS));
+  const reports: ScenarioReport[] = [];
+  if (o.only.has('login')) {
+    reports.push(
+      await compare(o, scenario('login'), '(b)', [loginSide(service, USERS), loginSide(baseline, USERS)]),
+    );
+  }
+  if (o.only.has('refresh')) {
+    const sides: [PreparedSide, PreparedSide] = [
+      await refreshSide(service, USERS),
+      await refreshSide(baseline, USERS),
+    ];
+    reports.push(await compare(o, scenario('refresh'), '(b)', sides));
+  }
+  await stopped(baseline);
+  return reports;
+}
+
+function methodLines(o: BenchOptions, startLoad: number[]): string {
+  const warmup = (o.quick ? WARMUP_MS.quick : WARMUP_MS.full) / 1000;
+  const runs = SCENARIOS.filter((s) => o.only.has(s.key))
+    .map((s) => `${s.key} ${(o.quick ? s.runMs.quick : s.runMs.full) / 1000} s`)
+    .join(', ');
+  const load = (l: number[]) => l.map((x) => x.toFixed(1)).join('/');
+  return [
+    `Method: per scenario a ${warmup} s warm-up of each side, then ${o.pairs} interleaved pairs (S B, B S, …; ${runs} per run), closed loop, keep-alive HTTPS.`,
+    `Throughput: median of runs. p50/p99: all runs' latencies pooled. CPU/op: utime+stime of the target process from /proc per successful operation, median of runs` +
+      (o.postgres
+        ? '; the service adds the CPU of its PostgreSQL backends (shared background processes excluded).'
+        : '; the service on the embedded database (in its own process).'),
+    `Ratios: median over pairs of service/baseline. Service LOG_LEVEL=${o.logLevel}, rate limits off, ${USERS.length} users. ` +
+      `Load generator in this process on the same ${availableParallelism()}-CPU machine; Node ${process.version}; load average ${load(startLoad)} at start, ${load(loadavg())} at end.`,
+  ].join('\n');
+}
+
+async function main(): Promise<number> {
+  let o: BenchOptions | 'help';
+  try {
+    o = parseBenchOptions(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`${err.message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (o === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const startLoad = loadavg();
+  const tls = await selfSignedLoopbackCert();
+  progress(`starting the service (${o.postgres ? 'PostgreSQL' : 'embedded database'})`);
+  // Registered as running before it starts: Ctrl-C during the start still removes its database.
+  const service = await startController(
+    { postgres: o.postgres, logLevel: o.logLevel, users: USERS },
+    (stop) => running.push({ stop }),
+  );
+  const reports: ScenarioReport[] = [];
+  if (o.only.has('bearer')) reports.push(await bearerReport(o, service, tls));
+  if (o.only.has('login') || o.only.has('refresh')) reports.push(...(await flowReports(o, service, tls)));
+  await stopAll();
+
+  process.stdout.write(`\n${formatReport(reports)}\n\n${methodLines(o, startLoad)}\n`);
+  const errors = reports.flatMap((r) => r.result.errors.map((e) => `${r.scenario.key}: ${e}`));
+  if (errors.length === 0) return 0;
+  process.stderr.write(`\nFAILED requests (the figures above are incomplete):\n${errors.join('\n')}\n`);
+  return 1;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    progress(`${signal}: stopping the targets`);
+    void stopAll().finally(() => process.exit(130));
+  });
+}
+
+main().then(
+  (code) => process.exit(code),
+  async (err: unknown) => {
+    process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    await stopAll();
+    process.exit(1);
+  },
+);

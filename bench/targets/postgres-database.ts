@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createCpuAccumulator } from '../proc-cpu.js';
+
+export const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export interface BenchDatabase {
+  url: string;
+  /** CPU used so far by this database's backend processes (the server runs on this machine). */
+  backendsCpuMs(): Promise<number>;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh database for one run on the local PostgreSQL, dropped at the end. Only the backends
+ * serving it are counted: the shared background processes (WAL writer, checkpointer) also work
+ * for whatever else runs on this server and are left out.
+ */
+export async function createBenchDatabase(): Promise<BenchDatabase> {
+  const name = `svc_bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  const total = createCpuAccumulator();
+  return {
+    url: url.toString(),
+    async backendsCpuMs() {
+      const { rows } = await admin.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = $1',
+        [name],
+      );
+      return total(rows.map((r) => r.pid));
+    },
+    async drop() {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}

@@ -1,0 +1,123 @@
+import type { Context } from 'koa';
+import { AppError } from '../errors/app-error.js';
+import type { Challenge } from '../errors/www-authenticate.js';
+import { bearerTokens } from '../middleware/authenticate.js';
+import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
+import type { Identity } from '../repositories/identities-repository.js';
+import { isDisabled } from '../services/auth/identity-status.js';
+import type { EnrollmentStart, TotpService } from '../services/mfa/totp-service.js';
+import type { AuthQuery, AuthRequest, LoginFlow, LoginState } from './login-flow.js';
+import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second-factors.js';
+
+export interface FactorStepsDeps {
+  login: Pick<LoginFlow, 'savePending' | 'completeLogin'>;
+  factors: SecondFactors;
+  totp: Pick<
+    TotpService,
+    'verifyLoginCode' | 'startEnrollment' | 'verifyEnrollment' | 'abandonEnrollment' | 'provisioningUrlFor'
+  >;
+  findIdentity: (id: string) => Promise<Identity | undefined>;
+  findPolicy: (id: string) => Promise<AuthPolicy | undefined>;
+  now?: () => Date;
+}
+
+/** A step's outcome: the provider already answered 303, or factors are still owed (200). */
+export type FactorOutcome =
+  { kind: 'redirected' } | { kind: 'queries'; authQueries: AuthQuery[]; challenges: Challenge[] };
+
+/** A partial login as it stands now: its state, and its identity and policy read again. */
+export interface PendingLogin {
+  state: LoginState;
+  identity: Identity;
+  policy: AuthPolicy;
+}
+
+/**
+ * The second-factor steps of a partially authenticated auth request (spec 3.1, 3.2; decisions.md
+ * §5): the TOTP check, TOTP enrollment mid-flow and the list of what is still owed. Each step
+ * needs the primary login done (else 400 INVALID_AUTH_REQUEST), reads the identity and its policy
+ * again (deleted or disabled since → 401 INVALID_AUTH; a changed policy applies at once), and
+ * completes the login exactly like the primary endpoints when nothing is owed any more.
+ */
+export function createFactorSteps(deps: FactorStepsDeps) {
+  const now = deps.now ?? (() => new Date());
+
+  async function pendingLogin(request: AuthRequest): Promise<PendingLogin> {
+    const state = request.state;
+    if (!state) {
+      throw new AppError('INVALID_AUTH_REQUEST', {
+        message: 'the primary login of this auth request is not done yet',
+      });
+    }
+    const identity = await deps.findIdentity(state.identityId);
+    const policy = identity && (await deps.findPolicy(identity.authPolicyId));
+    if (!identity || !policy || isDisabled(identity, now())) {
+      throw new AppError('INVALID_AUTH', { detail: 'identity deleted or disabled during the login' });
+    }
+    return { state: { ...state, amr: [...state.amr], satisfied: [...state.satisfied] }, identity, policy };
+  }
+
+  /** Completes the login when nothing is owed, else keeps the progress and lists the rest. */
+  async function advance(ctx: Context, request: AuthRequest, pending: PendingLogin): Promise<FactorOutcome> {
+    const { state, identity, policy } = pending;
+    const owed = await deps.factors.evaluate(identity, policy, state, bearerTokens(ctx.get('authorization')));
+    if (owed.authQueries.length === 0) {
+      await deps.login.completeLogin(ctx, request, state);
+      return { kind: 'redirected' };
+    }
+    await deps.login.savePending(request, state);
+    return { kind: 'queries', ...owed };
+  }
+
+  return {
+    pendingLogin,
+
+    /** `GET /oidc/login/auth-queries`: read-only, so no JWT of this request is taken into account. */
+    async owed(request: AuthRequest): Promise<OwedFactors> {
+      const { state, identity, policy } = await pendingLogin(request);
+      return deps.factors.evaluate(identity, policy, state, []);
+    },
+
+    /** `POST /oidc/login/totp`: a TOTP code or a recovery code (decisions.md §5, §7). */
+    async submitTotp(ctx: Context, request: AuthRequest, code: string): Promise<FactorOutcome> {
+      const pending = await pendingLogin(request);
+      await deps.totp.verifyLoginCode(pending.identity.id, code, {
+        allowRecovery: true,
+        invalidCode: 'INVALID_TOTP_CODE',
+      });
+      satisfy(pending.state, FACTORS.totp);
+      return advance(ctx, request, pending);
+    },
+
+    /** `POST /oidc/login/totp/enroll` (spec 3.2): 409 MFA_EXISTS when in progress or verified. */
+    async startEnrollment(request: AuthRequest): Promise<EnrollmentStart> {
+      const { identity } = await pendingLogin(request);
+      return deps.totp.startEnrollment(identity.id, identity.name);
+    },
+
+    /** The provisioning URL of the enrollment in progress, for the HTML page's QR code. */
+    async enrollmentUrl(request: AuthRequest): Promise<string | undefined> {
+      const { identity } = await pendingLogin(request);
+      return deps.totp.provisioningUrlFor(identity.id);
+    },
+
+    /**
+     * `POST /oidc/login/totp/enroll/verify`: a TOTP code of the new secret (never a recovery
+     * code) saves the configuration and satisfies the TOTP factor of this auth request.
+     */
+    async verifyEnrollment(ctx: Context, request: AuthRequest, code: string): Promise<FactorOutcome> {
+      const pending = await pendingLogin(request);
+      await deps.totp.verifyEnrollment(pending.identity.id, code);
+      satisfy(pending.state, FACTORS.totp);
+      return advance(ctx, request, pending);
+    },
+
+    /** `DELETE /oidc/login/totp/enroll`: abandons the enrollment in progress (404 when none). */
+    async abandonEnrollment(request: AuthRequest): Promise<void> {
+      const { identity } = await pendingLogin(request);
+      await deps.totp.abandonEnrollment(identity.id);
+    },
+  };
+}
+
+export type FactorSteps = ReturnType<typeof createFactorSteps>;

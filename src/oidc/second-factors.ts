@@ -1,0 +1,128 @@
+import type { Context } from 'koa';
+import { isAppError } from '../errors/app-error.js';
+import type { Challenge } from '../errors/www-authenticate.js';
+import { bearerTokens } from '../middleware/authenticate.js';
+import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
+import type { ExternalJwtSigner } from '../repositories/external-jwt-signers-repository.js';
+import type { Identity } from '../repositories/identities-repository.js';
+import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
+import type { TotpService } from '../services/mfa/totp-service.js';
+import type { AuthQuery, LoginState, OutstandingFactors } from './login-flow.js';
+
+/** Names of second factors in `LoginState.satisfied`, and the `amr` value each adds. */
+export const FACTORS = {
+  totp: { satisfied: 'totp', amr: 'otp' },
+  extJwt: { satisfied: 'secondary-ext-jwt', amr: 'ext-jwt' },
+} as const;
+
+/** What a partially authenticated auth request still owes (spec 3.1, decisions.md §5). */
+export interface OwedFactors {
+  authQueries: AuthQuery[];
+  /** `svc-secondary-ext-jwt` challenges for the 200 answer when the secondary JWT is not there. */
+  challenges: Challenge[];
+}
+
+export interface SecondFactorsDeps {
+  totp: Pick<TotpService, 'isRequired' | 'status'>;
+  extJwt: Pick<ExtJwtMethod, 'checkSecondary'>;
+  findSigner: (id: string) => Promise<ExternalJwtSigner | undefined>;
+}
+
+/** The TOTP query of the OIDC flow, exactly as decisions.md §5 gives it. */
+export const totpQuery = (isTotpEnrolled: boolean): AuthQuery => ({
+  typeId: 'MFA',
+  format: 'alphaNumeric',
+  httpMethod: 'POST',
+  httpUrl: '/oidc/login/totp',
+  minLength: 6,
+  maxLength: 6,
+  provider: 'svc',
+  isTotpEnrolled,
+});
+
+/** The secondary external JWT query (decisions.md §5): where the client gets the JWT. */
+export function extJwtQuery(signerId: string, signer: ExternalJwtSigner | undefined): AuthQuery {
+  return {
+    typeId: 'EXT-JWT',
+    provider: 'url',
+    id: signerId,
+    httpUrl: signer?.externalAuthUrl ?? null,
+    clientId: signer?.clientId ?? null,
+    scopes: signer?.scopes ?? [],
+  };
+}
+
+/** Records a satisfied factor and its `amr` value on the auth request's state. */
+export function satisfy(state: LoginState, factor: (typeof FACTORS)[keyof typeof FACTORS]): void {
+  if (!state.satisfied.includes(factor.satisfied)) state.satisfied.push(factor.satisfied);
+  if (!state.amr.includes(factor.amr)) state.amr.push(factor.amr);
+}
+
+const CHALLENGES_KEY = 'svcSecondFactorChallenges';
+
+/** The challenges `outstandingFactors` left for the 200 answer of a primary login. */
+export const pendingChallengesOf = (ctx: Context): Challenge[] =>
+  (ctx.state[CHALLENGES_KEY] as Challenge[] | undefined) ?? [];
+
+/**
+ * Second factors of the OIDC login (spec 3.1, 5.3; decisions.md §5, §6): TOTP when the policy
+ * requires it or the identity has verified TOTP (decisions.md §4), and the policy's secondary
+ * external JWT, taken from the `Authorization: Bearer` values of the request at hand.
+ */
+export function createSecondFactors(deps: SecondFactorsDeps) {
+  /** Undefined when a JWT among `tokens` satisfies the factor, else the challenges to send. */
+  async function extJwtFailure(
+    tokens: string[],
+    signerId: string,
+    identity: Identity,
+  ): Promise<Challenge[] | undefined> {
+    try {
+      // The identity is always passed: another user's JWT from the same IdP is no factor here.
+      await deps.extJwt.checkSecondary(tokens, signerId, identity);
+      return undefined;
+    } catch (err) {
+      if (isAppError(err) && err.code === 'UNAUTHORIZED') return err.challenges;
+      throw err;
+    }
+  }
+
+  /**
+   * Every factor still owed, TOTP first. A secondary JWT that verifies is recorded in `state`
+   * at once, so it stays satisfied for this auth request (the caller persists `state`).
+   */
+  async function evaluate(
+    identity: Identity,
+    policy: AuthPolicy,
+    state: LoginState,
+    tokens: string[],
+  ): Promise<OwedFactors> {
+    const owed: OwedFactors = { authQueries: [], challenges: [] };
+    if (
+      !state.satisfied.includes(FACTORS.totp.satisfied) &&
+      (await deps.totp.isRequired(identity.id, policy))
+    ) {
+      owed.authQueries.push(totpQuery((await deps.totp.status(identity.id)).verified));
+    }
+    const signerId = policy.secondary.requireExtJwt;
+    if (signerId && !state.satisfied.includes(FACTORS.extJwt.satisfied)) {
+      const failure = await extJwtFailure(tokens, signerId, identity);
+      if (failure === undefined) satisfy(state, FACTORS.extJwt);
+      else {
+        owed.authQueries.push(extJwtQuery(signerId, await deps.findSigner(signerId)));
+        owed.challenges.push(...failure);
+      }
+    }
+    return owed;
+  }
+
+  /** The login flow's hook, run right after a primary login (spec 4.2 notes 3–4). */
+  const outstandingFactors: OutstandingFactors = async (identity, policy, state, ctx) => {
+    const owed = await evaluate(identity, policy, state, bearerTokens(ctx.get('authorization')));
+    ctx.state[CHALLENGES_KEY] = owed.challenges;
+    return owed.authQueries;
+  };
+
+  return { evaluate, outstandingFactors };
+}
+
+export type SecondFactors = ReturnType<typeof createSecondFactors>;

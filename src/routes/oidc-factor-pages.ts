@@ -1,0 +1,87 @@
+import type { Context } from 'koa';
+import type { AuthQuery } from '../oidc/login-flow.js';
+import { errorLine, escapeHtml, hiddenId, sendPage } from './oidc-login-pages.js';
+
+export const TOTP_PATH = '/oidc/login/totp';
+export const ENROLL_PATH = '/oidc/login/totp/enroll';
+
+interface PageOptions {
+  status?: number;
+  error?: string;
+}
+
+const form = (action: string, authRequestId: string, inner: string, button: string) =>
+  `<form method="post" action="${escapeHtml(action)}">${hiddenId(authRequestId)}${inner}<button type="submit">${button}</button></form>`;
+
+const codeInput = (label: string) =>
+  `<label for="code">${label}</label><input id="code" name="code" autocomplete="one-time-code" maxlength="64" required autofocus>`;
+
+/** TOTP entry (spec 3.1 "partially authenticated"): a code of the app or a recovery code. */
+export function renderTotpPage(ctx: Context, authRequestId: string, options: PageOptions = {}): void {
+  const body =
+    errorLine(options.error) +
+    `<p>Enter the 6-digit code of your authenticator app, or one of your recovery codes.</p>` +
+    form(TOTP_PATH, authRequestId, codeInput('Code'), 'Verify');
+  sendPage(ctx, 'Two-step verification', body, { status: options.status });
+}
+
+export interface EnrollmentView {
+  /** The otpauth URL of the enrollment in progress and its QR code; absent before the start. */
+  provisioningUrl?: string;
+  qrDataUrl?: string;
+  /** Only right after the start: they are stored hashed and shown once. */
+  recoveryCodes?: string[];
+}
+
+function startForm(authRequestId: string): string {
+  return (
+    `<p>Your sign-in requires a one-time code from an authenticator app. Set one up now.</p>` +
+    form(ENROLL_PATH, authRequestId, '', 'Set up an authenticator app')
+  );
+}
+
+function enrollmentBody(authRequestId: string, view: EnrollmentView): string {
+  const secret = new URL(view.provisioningUrl!).searchParams.get('secret') ?? '';
+  const codes = view.recoveryCodes?.length
+    ? `<p>Recovery codes — each works once if you lose your device. They are shown only now:</p>
+<ul>${view.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('')}</ul>`
+    : '';
+  return (
+    `<p>Scan this QR code with your authenticator app, then enter the code it shows.</p>
+<img class="qr" src="${escapeHtml(view.qrDataUrl!)}" alt="QR code of the authenticator setup link">
+<p>Or enter this key by hand: <code class="secret">${escapeHtml(secret)}</code></p>` +
+    codes +
+    form(`${ENROLL_PATH}/verify`, authRequestId, codeInput('Code from the app'), 'Verify and continue')
+  );
+}
+
+/** TOTP enrollment mid-flow (spec 3.2): the start button, or the QR code and the verify form. */
+export function renderEnrollmentPage(
+  ctx: Context,
+  authRequestId: string,
+  view: EnrollmentView,
+  options: PageOptions = {},
+): void {
+  const inProgress = view.provisioningUrl !== undefined && view.qrDataUrl !== undefined;
+  const body =
+    errorLine(options.error) + (inProgress ? enrollmentBody(authRequestId, view) : startForm(authRequestId));
+  sendPage(ctx, 'Set up two-step verification', body, { status: options.status, dataImages: inProgress });
+}
+
+/** Factors a browser cannot answer by itself (the secondary external JWT). */
+export function renderOwedPage(ctx: Context, authQueries: AuthQuery[]): void {
+  const items = authQueries
+    .map((q) =>
+      q.typeId === 'EXT-JWT'
+        ? `<li>A token of your identity provider (signer <code>${escapeHtml(String(q.id))}</code>), sent as
+<code>Authorization: Bearer</code> with the sign-in request.</li>`
+        : `<li>${escapeHtml(q.typeId)}</li>`,
+    )
+    .join('');
+  sendPage(
+    ctx,
+    'More verification needed',
+    `<p>This sign-in needs more:</p><ul>${items}</ul>
+<p>Use the application that started this sign-in to provide it.</p>`,
+  );
+}

@@ -1,0 +1,36 @@
+import type { Context } from 'koa';
+import { formatChallenge, type Challenge } from '../errors/www-authenticate.js';
+import type { AuthQuery } from '../oidc/login-flow.js';
+
+/** Request and response conventions shared by every `/oidc/login/*` route (decisions.md §5). */
+
+export const wantsHtml = (ctx: Context) => ctx.accepts('json', 'html') === 'html';
+
+/** A browser form post: such requests get pages back instead of JSON. */
+export const isHtmlForm = (ctx: Context) => ctx.is('urlencoded') === 'urlencoded' && wantsHtml(ctx);
+
+/**
+ * The auth request id: body `authRequestId` (spec), body `id`, query `authRequestID` or `id`.
+ * Every login response carries it back in header `auth-request-id`.
+ */
+export function authRequestIdOf(ctx: Context, body: Record<string, unknown> = {}): unknown {
+  const id = body.authRequestId ?? body.id ?? ctx.query.authRequestID ?? ctx.query.id;
+  if (typeof id === 'string') ctx.set('auth-request-id', id);
+  return id;
+}
+
+/**
+ * The factors still owed (spec 3.1, 4.2 note 4): 200 `{authQueries}`, header `totp-required: true`
+ * when TOTP is one of them, and the `svc-secondary-ext-jwt` challenge when that JWT was missing,
+ * expired or invalid (spec 4.2 note 3).
+ */
+export function setOwedHeaders(ctx: Context, authQueries: AuthQuery[], challenges: Challenge[] = []): void {
+  if (authQueries.some((q) => q.typeId === 'MFA')) ctx.set('totp-required', 'true');
+  if (challenges.length > 0) ctx.set('WWW-Authenticate', challenges.map(formatChallenge));
+}
+
+export function sendOwed(ctx: Context, authQueries: AuthQuery[], challenges: Challenge[] = []): void {
+  setOwedHeaders(ctx, authQueries, challenges);
+  ctx.status = 200;
+  ctx.body = { authQueries };
+}
