@@ -15,9 +15,12 @@ export const isHtmlForm = (ctx: Context) => ctx.is('urlencoded') === 'urlencoded
  */
 export function authRequestIdOf(ctx: Context, body: Record<string, unknown> = {}): unknown {
   const id = body.authRequestId ?? body.id ?? ctx.query.authRequestID ?? ctx.query.id;
-  if (typeof id === 'string') ctx.set('auth-request-id', id);
+  // Echoed only when it has the shape of an id: other text could break the header (a 500).
+  if (typeof id === 'string' && AUTH_REQUEST_ID.test(id)) ctx.set('auth-request-id', id);
   return id;
 }
+
+const AUTH_REQUEST_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
 /**
  * The factors still owed (spec 3.1, 4.2 note 4): 200 `{authQueries}`, header `totp-required: true`

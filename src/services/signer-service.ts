@@ -42,12 +42,27 @@ function merge(base: SignerBase, patch: SignerPatch): ExternalJwtSignerInput {
 }
 
 /** The one-key form must hold exactly one X.509 certificate that is valid today. */
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * The rules over the whole signer: an audience, always checked (spec 2.3: a JWT the IdP issued to
+ * another application must not log in here); exactly one key source; a JWKS over https (plain http
+ * only on the loopback interface, where nobody can intercept it); a current certificate.
+ */
 function checkKeySource(s: ExternalJwtSignerInput, now: Date): ExternalJwtSignerInput {
+  if (s.audience === null)
+    throw validationError('audience', 'is required: the audience the signer issues JWTs for');
   if ((s.certPem === null) === (s.jwksEndpoint === null)) {
     throw validationError('certPem', 'exactly one of certPem and jwksEndpoint must be given');
   }
-  if (s.certPem === null) return s;
-  const blocks = splitPemBundle(s.certPem);
+  if (s.jwksEndpoint !== null) {
+    const url = new URL(s.jwksEndpoint);
+    if (url.protocol !== 'https:' && !LOOPBACK.has(url.hostname)) {
+      throw validationError('jwksEndpoint', 'must be an https URL (http only on the loopback interface)');
+    }
+    return s;
+  }
+  const blocks = splitPemBundle(s.certPem!);
   if (blocks.length !== 1) throw validationError('certPem', 'must hold exactly one PEM certificate');
   try {
     const cert = parseCertificate(blocks[0]!);

@@ -43,6 +43,15 @@ describe('edge API conventions', () => {
     }
   });
 
+  test('a hostile auth request id is refused cleanly and never echoed', async () => {
+    for (const id of ['%0Aset-cookie:x=1', '%E2%9C%93', 'a'.repeat(300)]) {
+      const res = await server.client.get(`/oidc/login/username?authRequestID=${id}`);
+      expect(res.status).toBeLessThan(500);
+      expect(res.header('auth-request-id')).toBeUndefined();
+      expect(res.header('set-cookie')).toBeUndefined();
+    }
+  });
+
   test('a body that is neither JSON nor form is refused with 415', async () => {
     const res = await server.client.post(authenticate, {
       headers: { 'content-type': 'text/xml' },

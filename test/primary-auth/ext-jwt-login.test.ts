@@ -85,7 +85,7 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
   let jwtPolicyId: string;
 
   async function createSigner(body: Record<string, unknown>): Promise<string> {
-    const res = await api.post('/external-jwt-signers', { body });
+    const res = await api.post('/external-jwt-signers', { body: { audience: AUDIENCE, ...body } });
     if (res.status !== 201) throw new Error(`signer create failed: ${res.status} ${res.text}`);
     return res.body.data.id as string;
   }

@@ -28,6 +28,7 @@ describe('external JWT signers', () => {
       body: {
         name: 'defaults',
         issuer: 'https://idp.defaults.example',
+        audience: 'svc-tests',
         jwksEndpoint: 'https://idp.defaults.example/jwks',
       },
     });
@@ -39,7 +40,7 @@ describe('external JWT signers', () => {
       name: 'defaults',
       enabled: true,
       issuer: 'https://idp.defaults.example',
-      audience: null,
+      audience: 'svc-tests',
       certPem: null,
       jwksEndpoint: 'https://idp.defaults.example/jwks',
       kid: null,
@@ -82,27 +83,57 @@ describe('external JWT signers', () => {
   });
 
   test.each([
-    [{ issuer: 'https://i1.example', jwksEndpoint: 'https://i1.example/k' }, 'name'],
+    [{ issuer: 'https://i1.example', audience: 'svc-tests', jwksEndpoint: 'https://i1.example/k' }, 'name'],
     [{ name: 'n1', jwksEndpoint: 'https://i1.example/k' }, 'issuer'],
-    [{ name: 'n2', issuer: 'https://i2.example' }, 'certPem'],
+    [{ name: 'n2', issuer: 'https://i2.example', audience: 'svc-tests' }, 'certPem'],
+    [{ name: 'n2a', issuer: 'https://i2a.example', jwksEndpoint: 'https://i2a.example/k' }, 'audience'],
     [
-      { name: 'n3', issuer: 'https://i3.example', jwksEndpoint: 'https://i3.example/k', certPem: 'x' },
+      { name: 'n2b', issuer: 'https://i2b.example', audience: 'a', jwksEndpoint: 'http://idp.example/k' },
+      'jwksEndpoint',
+    ],
+    [
+      {
+        name: 'n3',
+        issuer: 'https://i3.example',
+        audience: 'svc-tests',
+        jwksEndpoint: 'https://i3.example/k',
+        certPem: 'x',
+      },
       'certPem',
     ],
-    [{ name: 'n4', issuer: 'https://i4.example', certPem: 'not a certificate' }, 'certPem'],
-    [{ name: 'n5', issuer: 'https://i5.example', jwksEndpoint: 'ftp://i5.example/k' }, 'jwksEndpoint'],
     [
-      { name: 'n6', issuer: 'https://i6.example', jwksEndpoint: 'https://i6.example/k', scopes: 'openid' },
+      { name: 'n4', issuer: 'https://i4.example', audience: 'svc-tests', certPem: 'not a certificate' },
+      'certPem',
+    ],
+    [
+      { name: 'n5', issuer: 'https://i5.example', audience: 'svc-tests', jwksEndpoint: 'ftp://i5.example/k' },
+      'jwksEndpoint',
+    ],
+    [
+      {
+        name: 'n6',
+        issuer: 'https://i6.example',
+        audience: 'svc-tests',
+        jwksEndpoint: 'https://i6.example/k',
+        scopes: 'openid',
+      },
       'scopes',
     ],
     [
-      { name: 'n7', issuer: 'https://i7.example', jwksEndpoint: 'https://i7.example/k', enabled: 'yes' },
+      {
+        name: 'n7',
+        issuer: 'https://i7.example',
+        audience: 'svc-tests',
+        jwksEndpoint: 'https://i7.example/k',
+        enabled: 'yes',
+      },
       'enabled',
     ],
     [
       {
         name: 'n8',
         issuer: 'https://i8.example',
+        audience: 'svc-tests',
         jwksEndpoint: 'https://i8.example/k',
         externalAuthUrl: 'nope',
       },
@@ -119,7 +150,7 @@ describe('external JWT signers', () => {
     const garbled = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
 
     const res = await api.post('/external-jwt-signers', {
-      body: { name: 'garbled', issuer: 'https://g.example', certPem: garbled },
+      body: { name: 'garbled', issuer: 'https://g.example', audience: 'svc-tests', certPem: garbled },
     });
 
     expect(res.status).toBe(400);
@@ -130,16 +161,23 @@ describe('external JWT signers', () => {
     await createSigner({
       name: 'unique-a',
       issuer: 'https://unique.example',
+      audience: 'svc-tests',
       jwksEndpoint: 'https://unique.example/k',
     });
 
     const sameIssuer = await api.post('/external-jwt-signers', {
-      body: { name: 'unique-b', issuer: 'https://unique.example', jwksEndpoint: 'https://unique.example/k' },
+      body: {
+        name: 'unique-b',
+        issuer: 'https://unique.example',
+        audience: 'svc-tests',
+        jwksEndpoint: 'https://unique.example/k',
+      },
     });
     const sameName = await api.post('/external-jwt-signers', {
       body: {
         name: 'unique-a',
         issuer: 'https://unique-2.example',
+        audience: 'svc-tests',
         jwksEndpoint: 'https://unique.example/k',
       },
     });
@@ -154,6 +192,7 @@ describe('external JWT signers', () => {
     const id = await createSigner({
       name: 'switch',
       issuer: 'https://switch.example',
+      audience: 'svc-tests',
       jwksEndpoint: 'https://switch.example/k',
     });
 
@@ -162,20 +201,25 @@ describe('external JWT signers', () => {
 
     expect(half.status).toBe(400);
     expect(whole.status).toBe(200);
-    expect(await detail(id)).toMatchObject({ jwksEndpoint: null, issuer: 'https://switch.example' });
+    expect(await detail(id)).toMatchObject({
+      jwksEndpoint: null,
+      issuer: 'https://switch.example',
+      audience: 'svc-tests',
+    });
   });
 
   test('PUT replaces the signer: omitted members take the defaults', async () => {
     const id = await createSigner({
       name: 'put-me',
       issuer: 'https://put.example',
+      audience: 'svc-tests',
       jwksEndpoint: 'https://put.example/k',
       claimsProperty: 'email',
       scopes: ['a'],
     });
 
     const res = await api.put(`/external-jwt-signers/${id}`, {
-      body: { name: 'put-done', issuer: 'https://put.example', certPem },
+      body: { name: 'put-done', issuer: 'https://put.example', audience: 'svc-tests', certPem },
     });
 
     expect(res.status).toBe(200);
@@ -191,11 +235,13 @@ describe('external JWT signers', () => {
     const primaryId = await createSigner({
       name: 'held-primary',
       issuer: 'https://held1.example',
+      audience: 'svc-tests',
       jwksEndpoint: 'https://held1.example/k',
     });
     const secondaryId = await createSigner({
       name: 'held-secondary',
       issuer: 'https://held2.example',
+      audience: 'svc-tests',
       jwksEndpoint: 'https://held2.example/k',
     });
     const policy = await api.post('/auth-policies', {
@@ -226,6 +272,7 @@ describe('external JWT signers', () => {
     const enabled = await createSigner({
       name: 'public-enabled',
       issuer: 'https://public.example',
+      audience: 'svc-tests',
       certPem,
       externalAuthUrl: 'https://public.example/auth',
       clientId: 'public-client',
@@ -234,6 +281,7 @@ describe('external JWT signers', () => {
     const disabled = await createSigner({
       name: 'public-disabled',
       issuer: 'https://hidden.example',
+      audience: 'svc-tests',
       certPem,
       enabled: false,
     });

@@ -112,9 +112,11 @@ export function createExtJwtMethod({
   }
 
   async function verify(signer: ExternalJwtSigner, token: string): Promise<JWTPayload> {
+    // Spec 2.3: the audience is always checked (signers cannot be saved without one).
+    if (!signer.audience) throw new Error('external JWT signer without an audience');
     const options = {
       issuer: signer.issuer,
-      ...(signer.audience ? { audience: signer.audience } : {}),
+      audience: signer.audience,
       algorithms: ALGORITHMS,
       requiredClaims: ['exp'],
       clockTolerance: clockToleranceSeconds,
