@@ -14,8 +14,7 @@ import { ensurePki, type PkiMaterial } from './services/pki-service.js';
 import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstrap.js';
 import { createServices, type Services } from './services/create-services.js';
 import { buildKoaApp } from './listeners/build-koa-app.js';
-import type { ListenerSpec } from './config/web-listeners.js';
-import { DEFAULT_REDIRECT_URIS, originsOf } from './oidc/uri-patterns.js';
+import { corsOriginMatcher, redirectPatternsFor } from './config/uri-patterns.js';
 import {
   closeServer,
   listenHttps,
@@ -47,13 +46,6 @@ export interface App {
   admin: BootstrapResult;
   logger: Logger;
   close(): Promise<void>;
-}
-
-/** CORS: origins of the listener's redirect URI patterns plus SVC_CORS_ORIGINS (decisions.md §2). */
-function corsOriginsFor(config: Config, spec: ListenerSpec): string[] {
-  const patterns =
-    spec.apis.get('edge-oidc')?.redirectURIs ?? config.edge?.oidc.redirectURIs ?? DEFAULT_REDIRECT_URIS;
-  return [...originsOf(patterns), ...config.corsOrigins];
 }
 
 function certificateHosts(config: Config): string[] {
@@ -114,7 +106,7 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
         spec,
         { common, ...edge, metrics, metricsRecorder },
         logger,
-        corsOriginsFor(config, spec),
+        corsOriginMatcher(redirectPatternsFor(config, spec), config.corsOrigins),
       );
       const handler = app.callback();
       for (const s of listeners[i]!.servers) s.server.on('request', handler);

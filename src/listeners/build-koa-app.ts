@@ -5,7 +5,7 @@ import type { ListenerSpec } from '../config/web-listeners.js';
 import { requestContext } from '../middleware/request-context.js';
 import { errorHandler, notFound } from '../middleware/error-handler.js';
 import { securityHeaders } from '../middleware/security-headers.js';
-import { cors, createOriginMatcher } from '../middleware/cors.js';
+import { cors } from '../middleware/cors.js';
 import type { Metrics } from '../middleware/metrics.js';
 
 export interface ListenerRouters {
@@ -24,7 +24,7 @@ export function buildKoaApp(
   spec: ListenerSpec,
   routers: ListenerRouters,
   logger: Logger,
-  corsOrigins: string[] = [],
+  corsOriginAllowed: (origin: string) => boolean = () => false,
 ): Koa {
   const app = new Koa();
   app.silent = true;
@@ -32,7 +32,7 @@ export function buildKoaApp(
   if (routers.metricsRecorder) app.use(routers.metricsRecorder.middleware(spec.name));
   app.use(errorHandler);
   app.use(securityHeaders);
-  app.use(cors(createOriginMatcher(corsOrigins)));
+  app.use(cors(corsOriginAllowed));
   const mounted: Router[] = [...routers.common];
   if (routers.client && spec.apis.has('edge-client')) mounted.push(routers.client);
   if (routers.management && spec.apis.has('edge-management')) mounted.push(routers.management);

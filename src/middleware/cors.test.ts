@@ -1,9 +1,10 @@
 import { describe, expect, test } from '@jest/globals';
-import { corsAllowedPath, createOriginMatcher } from './cors.js';
+import { corsAllowedPath } from './cors.js';
+import { corsOriginMatcher } from '../config/uri-patterns.js';
 
 describe('CORS origins', () => {
   test('scheme and host must match, and a * port matches digits only', () => {
-    const allowed = createOriginMatcher(['http://localhost:*', 'https://app.example.com']);
+    const allowed = corsOriginMatcher(['http://localhost:*/auth/callback'], ['https://app.example.com']);
     expect(allowed('http://localhost:8080')).toBe(true);
     expect(allowed('http://localhost')).toBe(false);
     expect(allowed('http://localhost:80a')).toBe(false);

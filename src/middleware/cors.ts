@@ -1,25 +1,5 @@
 import type { Context, Next } from 'koa';
 
-/**
- * Matches request origins against `scheme://host[:port]` entries, where a `:*` port matches
- * digits only (decisions.md §5).
- */
-export function createOriginMatcher(origins: string[]): (origin: string) => boolean {
-  const exact = new Set<string>();
-  const wildcard: string[] = [];
-  for (const o of origins) {
-    if (o.endsWith(':*')) wildcard.push(o.slice(0, -1).toLowerCase());
-    else exact.add(o.toLowerCase());
-  }
-  return (origin) => {
-    const o = origin.toLowerCase();
-    return (
-      exact.has(o) ||
-      wildcard.some((prefix) => o.startsWith(prefix) && /^\d{1,5}$/.test(o.slice(prefix.length)))
-    );
-  };
-}
-
 const ALLOWED_HEADERS = 'authorization, content-type, accept, svc-session, mfa-validation-code';
 const EXPOSED_HEADERS = 'expiration-seconds, expires-at, www-authenticate';
 

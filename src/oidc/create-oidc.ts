@@ -22,11 +22,11 @@ import { createOidcSessions } from './oidc-sessions.js';
 import { createPostgresAdapter } from './postgres-adapter.js';
 import { createTokenVerifier } from './token-verifier.js';
 import {
+  corsOriginMatcher,
   createUriMatcher,
-  DEFAULT_POST_LOGOUT_URIS,
-  DEFAULT_REDIRECT_URIS,
-  originsOf,
-} from './uri-patterns.js';
+  postLogoutPatternsFor,
+  redirectPatternsFor,
+} from '../config/uri-patterns.js';
 
 export interface OidcDeps {
   config: Config;
@@ -47,12 +47,10 @@ const EXPIRED_MARGIN_MS = 5 * 60_000;
 
 /** Every `edge-oidc` bind-point address with its URI patterns (decisions.md §5, spec 5.5). */
 function issuerSpecs(config: Config): IssuerSpec[] {
-  const oidc = config.edge!.oidc;
   return config.listeners.flatMap((listener) => {
-    const options = listener.apis.get('edge-oidc');
-    if (!options) return [];
-    const redirectUris = options.redirectURIs ?? oidc.redirectURIs ?? DEFAULT_REDIRECT_URIS;
-    const postLogoutUris = options.postLogoutURIs ?? oidc.postLogoutURIs ?? DEFAULT_POST_LOGOUT_URIS;
+    if (!listener.apis.has('edge-oidc')) return [];
+    const redirectUris = redirectPatternsFor(config, listener);
+    const postLogoutUris = postLogoutPatternsFor(config, listener);
     return listener.addresses.map((address) => ({ address, redirectUris, postLogoutUris }));
   });
 }
@@ -82,12 +80,8 @@ interface RegistryDeps {
 
 /** One Provider per issuer, rebuilt from a key set; the URI matchers per listener. */
 function buildRegistry({ config, logger, Adapter, cookieKeys, durations, accounts }: RegistryDeps) {
-  const specs = issuerSpecs(config);
-  const corsOriginAllowed = createUriMatcher([
-    ...originsOf(specs.flatMap((s) => s.redirectUris)),
-    ...config.corsOrigins,
-  ]);
-  return createIssuerRegistry(specs, (spec, issuer, keySet) => {
+  return createIssuerRegistry(issuerSpecs(config), (spec, issuer, keySet) => {
+    const corsOriginAllowed = corsOriginMatcher(spec.redirectUris, config.corsOrigins);
     const redirectUriAllowed = createUriMatcher(spec.redirectUris);
     const postLogoutUriAllowed = createUriMatcher(spec.postLogoutUris);
     const provider = createProvider({

@@ -1,3 +1,6 @@
+import type { Config } from './load-config.js';
+import type { ListenerSpec } from './web-listeners.js';
+
 /** Default redirect URI patterns of the `svc` client (decisions.md §5). */
 export const DEFAULT_REDIRECT_URIS = [
   'http://localhost:*/auth/callback',
@@ -48,4 +51,24 @@ export function originsOf(patterns: readonly string[]): string[] {
     }
   });
   return [...new Set(origins.filter((o): o is string => o !== undefined && o !== 'null'))];
+}
+
+/** The redirect URI patterns of a listener: its binding options, else the global setting, else the defaults. */
+export function redirectPatternsFor(config: Config, listener: ListenerSpec): string[] {
+  return (
+    listener.apis.get('edge-oidc')?.redirectURIs ?? config.edge?.oidc.redirectURIs ?? DEFAULT_REDIRECT_URIS
+  );
+}
+
+export function postLogoutPatternsFor(config: Config, listener: ListenerSpec): string[] {
+  return (
+    listener.apis.get('edge-oidc')?.postLogoutURIs ??
+    config.edge?.oidc.postLogoutURIs ??
+    DEFAULT_POST_LOGOUT_URIS
+  );
+}
+
+/** CORS (decisions.md §2): the origins of the redirect patterns plus SVC_CORS_ORIGINS. */
+export function corsOriginMatcher(redirectPatterns: readonly string[], extraOrigins: readonly string[]) {
+  return createUriMatcher([...originsOf(redirectPatterns), ...extraOrigins]);
 }
