@@ -79,10 +79,7 @@ export function authenticateRoutes(router: Router, deps: RouteDeps): void {
 /** `GET /current-identity`: the caller's identity detail. */
 export function currentIdentityRoutes(router: Router, deps: RouteDeps): void {
   router.get('/current-identity', authenticate(deps.principals), async (ctx: Context) => {
-    const identity = await deps.findIdentity(principalOf(ctx).identityId);
-    if (!identity) throw new AppError('UNAUTHORIZED');
-    const [view] = await deps.identityView(deps.knex, [identity]);
-    sendData(ctx, view);
+    sendData(ctx, await deps.identities.get(principalOf(ctx).identityId));
   });
 }
 

@@ -11,6 +11,7 @@ import { authPolicyRoutes } from './auth-policy-routes.js';
 import { publicSignerRoutes, signerRoutes } from './signer-routes.js';
 import { caRoutes } from './ca-routes.js';
 import { keyRoutes } from './key-routes.js';
+import { specRoutes } from './spec-routes.js';
 
 /** The edge-client and edge-management routers (`/edge/{client,management}/v1`). */
 export function edgeRouters(deps: RouteDeps): { client: Router; management: Router } {
@@ -22,6 +23,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   mfaRoutes(client, deps);
   enrollRoutes(client, deps);
   publicSignerRoutes(client, deps);
+  specRoutes(client, 'client', deps);
 
   const management = new Router({ prefix: '/edge/management/v1' });
   management.use('/authenticate', rateLimit(deps.loginLimiter));
@@ -34,5 +36,6 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   signerRoutes(management, deps);
   caRoutes(management, deps);
   keyRoutes(management, deps);
+  specRoutes(management, 'management', deps);
   return { client, management };
 }

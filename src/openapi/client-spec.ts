@@ -1,0 +1,181 @@
+import { listEnvelope } from './components.js';
+import { ref, type JsonSchema } from './json-schema.js';
+import { buildDocument, type RouteDoc } from './operations.js';
+import { dataResponse, emptyResponse, sessionRoutes } from './session-paths.js';
+
+const MFA = '/current-identity/mfa';
+const TOKEN_QUERY = {
+  name: 'token',
+  in: 'query',
+  description: 'The enrollment token.',
+  schema: { type: 'string' },
+};
+
+/** `/current-api-session` and self-service TOTP (decisions.md §4). */
+const sessionAndMfa: RouteDoc[] = [
+  {
+    method: 'get',
+    path: '/current-api-session',
+    operationId: 'getCurrentApiSession',
+    summary: "The caller's API session",
+    tag: 'Current API session',
+    access: 'authenticated',
+    response: dataResponse('The session.', 'CurrentApiSession'),
+  },
+  {
+    method: 'delete',
+    path: '/current-api-session',
+    operationId: 'deleteCurrentApiSession',
+    summary: "End the caller's API session (with a bearer token: its `z_asid` session and grant)",
+    tag: 'Current API session',
+    access: 'authenticated',
+    response: emptyResponse('The session has ended.'),
+  },
+  {
+    method: 'post',
+    path: MFA,
+    operationId: 'startMfaEnrollment',
+    summary: 'Start TOTP enrollment',
+    tag: 'MFA',
+    access: 'authenticated',
+    response: dataResponse('Provisioning data and recovery codes, shown once.', 'TotpEnrollment', 201),
+    errors: ['MFA_EXISTS'],
+  },
+  {
+    method: 'get',
+    path: MFA,
+    operationId: 'getMfa',
+    summary: "The caller's TOTP configuration",
+    tag: 'MFA',
+    access: 'authenticated',
+    response: dataResponse('The configuration.', 'TotpDetail'),
+    errors: ['NOT_FOUND'],
+  },
+  {
+    method: 'delete',
+    path: MFA,
+    operationId: 'deleteMfa',
+    summary: 'Remove the TOTP configuration (a verified one needs a code)',
+    tag: 'MFA',
+    access: 'authenticated',
+    parameters: [{ name: 'mfa-validation-code', in: 'header', schema: { type: 'string' } }],
+    body: { schema: ref('OptionalMfaCode'), required: false },
+    response: emptyResponse('Removed.'),
+    errors: ['NOT_FOUND', 'MFA_INVALID_TOKEN', 'RATE_LIMITED'],
+  },
+  {
+    method: 'post',
+    path: `${MFA}/verify`,
+    operationId: 'verifyMfa',
+    summary: 'Verify the TOTP enrollment with a code from the app',
+    tag: 'MFA',
+    access: 'authenticated',
+    body: { schema: ref('MfaCode') },
+    response: emptyResponse('Verified; a session waiting for its TOTP step is complete.'),
+    errors: ['NOT_FOUND', 'MFA_INVALID_TOKEN', 'RATE_LIMITED'],
+  },
+  {
+    method: 'get',
+    path: `${MFA}/qr-code`,
+    operationId: 'getMfaQrCode',
+    summary: 'The provisioning URL as a QR code, while unverified',
+    tag: 'MFA',
+    access: 'authenticated',
+    response: { status: 200, description: 'A PNG image.', media: 'image/png' },
+    errors: ['NOT_FOUND'],
+  },
+  {
+    method: 'get',
+    path: `${MFA}/recovery-codes`,
+    operationId: 'getMfaRecoveryCodes',
+    summary: 'How many recovery codes remain (they are stored hashed)',
+    tag: 'MFA',
+    access: 'authenticated',
+    response: dataResponse('The count.', 'RecoveryCodesRemaining'),
+    errors: ['NOT_FOUND'],
+  },
+  {
+    method: 'post',
+    path: `${MFA}/recovery-codes`,
+    operationId: 'regenerateMfaRecoveryCodes',
+    summary: 'Replace the recovery codes (a TOTP code proves the caller)',
+    tag: 'MFA',
+    access: 'authenticated',
+    body: { schema: ref('MfaCode') },
+    response: dataResponse('The new codes, shown once.', 'RecoveryCodes'),
+    errors: ['NOT_FOUND', 'MFA_INVALID_TOKEN', 'RATE_LIMITED'],
+  },
+];
+
+const ENROLL_ERRORS = ['INVALID_ENROLLMENT_TOKEN', 'ENROLLMENT_EXPIRED', 'INVALID_ENROLL_METHOD'] as const;
+
+/** Completing an enrollment (decisions.md §3): the token is the credential. */
+const enroll: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/enroll/updb',
+    operationId: 'enrollUpdb',
+    summary: 'Set the password of a UPDB enrollment',
+    description: "The username is the one fixed at creation; the policy's password rules apply.",
+    tag: 'Enrollment',
+    access: 'anonymous',
+    rateLimited: true,
+    parameters: [TOKEN_QUERY],
+    body: { schema: ref('EnrollUpdb') },
+    response: emptyResponse('Enrolled.'),
+    errors: [...ENROLL_ERRORS],
+  },
+  {
+    method: 'post',
+    path: '/enroll/ott',
+    operationId: 'enrollOtt',
+    summary: 'Exchange a CSR for a client certificate of the service PKI',
+    tag: 'Enrollment',
+    access: 'anonymous',
+    rateLimited: true,
+    body: { schema: ref('EnrollOtt') },
+    response: dataResponse('The certificate chain.', 'EnrolledCertificate'),
+    errors: [...ENROLL_ERRORS],
+  },
+  {
+    method: 'post',
+    path: '/enroll/ottca',
+    operationId: 'enrollOttca',
+    summary: "Enroll the TLS client certificate issued by the enrollment's CA",
+    tag: 'Enrollment',
+    access: 'anonymous',
+    rateLimited: true,
+    parameters: [TOKEN_QUERY],
+    body: { schema: ref('EnrollToken'), required: false },
+    response: emptyResponse('Enrolled.'),
+    errors: [...ENROLL_ERRORS, 'ENROLLMENT_CA_NOT_VALID', 'CERTIFICATE_FAILED_VALIDATION'],
+  },
+  {
+    method: 'get',
+    path: '/external-jwt-signers',
+    operationId: 'listEnabledExternalJwtSigners',
+    summary: 'Enabled external JWT signers, for starting the IdP flow',
+    tag: 'External JWT signers',
+    access: 'anonymous',
+    list: true,
+    response: {
+      status: 200,
+      description: 'A page of signers.',
+      schema: listEnvelope(ref('PublicExternalJwtSigner')),
+    },
+  },
+];
+
+/** The OpenAPI document of `/edge/client/v1` (decisions.md §1). */
+export function clientSpec(): JsonSchema {
+  return buildDocument(
+    {
+      title: 'svc edge client API',
+      description:
+        'Sessions, self-service TOTP and enrollment for identities (decisions.md §2–§4). Success: ' +
+        '`{"data","meta"}`; errors: `{"error":{"code","message","cause?","requestId"},"meta":{"apiVersion"}}`.',
+      basePath: '/edge/client/v1',
+    },
+    [...sessionRoutes('client'), ...sessionAndMfa, ...enroll],
+  );
+}

@@ -1,0 +1,128 @@
+import { errorCatalog } from '../errors/error-catalog.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../repositories/list-query.js';
+import { int, obj, ref, str, type JsonSchema } from './json-schema.js';
+import { requestSchemas } from './request-schemas.js';
+import { resourceSchemas } from './resource-schemas.js';
+
+/** Spec 5.4: an OIDC access token or the legacy session token, on both Edge APIs. */
+export const securitySchemes: JsonSchema = {
+  bearerAuth: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'An access token from /oidc/token (spec 5.4).',
+  },
+  svcSession: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'svc-session',
+    description: 'A legacy session token from POST /authenticate (decisions.md §4).',
+  },
+};
+
+/** Either credential is enough; `[]` marks an anonymous operation. */
+export const authenticated = [{ bearerAuth: [] }, { svcSession: [] }];
+
+export const headers: JsonSchema = {
+  'expiration-seconds': {
+    description: 'Whole seconds until the API session (or the access token) expires (spec 5.4).',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'expires-at': {
+    description: 'When the API session (or the access token) expires, RFC 3339 UTC (spec 5.4).',
+    schema: { type: 'string', format: 'date-time' },
+  },
+  'WWW-Authenticate': {
+    description:
+      'One challenge per header (spec 7.1): realms svc-session, svc-oidc, svc-primary-ext-jwt, svc-secondary-ext-jwt.',
+    schema: str,
+  },
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+};
+
+/** The list query of decisions.md §2. */
+export const parameters: JsonSchema = {
+  limit: {
+    name: 'limit',
+    in: 'query',
+    description: 'Page size.',
+    schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
+  },
+  offset: {
+    name: 'offset',
+    in: 'query',
+    description: 'Items to skip.',
+    schema: { type: 'integer', minimum: 0, default: 0 },
+  },
+  sort: {
+    name: 'sort',
+    in: 'query',
+    description: 'Field and direction, comma-separated for several keys.',
+    schema: str,
+    example: 'name desc',
+  },
+  filter: {
+    name: 'filter',
+    in: 'query',
+    description:
+      'Clauses `field = "v"`, `field != "v"`, `field contains "v"` with string, number, `true`/`false` or `null` literals, joined by `and`.',
+    schema: str,
+    example: 'name contains "svc" and isAdmin = false',
+  },
+  id: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'The id of the resource.',
+    schema: { type: 'string', minLength: 1, maxLength: 255 },
+  },
+};
+
+export const listParameters = ['limit', 'offset', 'sort', 'filter'].map((name) => ({
+  $ref: `#/components/parameters/${name}`,
+}));
+
+const emptyObject: JsonSchema = { type: 'object', additionalProperties: false };
+
+/** The envelopes of decisions.md §2. */
+const envelopeSchemas: Record<string, JsonSchema> = {
+  Pagination: obj({ limit: int, offset: int, totalCount: int }),
+  ListMeta: obj({ pagination: ref('Pagination') }),
+  EmptyEnvelope: obj({ data: emptyObject, meta: emptyObject }),
+  CreatedEnvelope: obj({
+    data: obj({
+      id: str,
+      _links: obj({ self: obj({ href: { type: 'string', example: './identities/abc' } }) }),
+    }),
+    meta: emptyObject,
+  }),
+  ErrorEnvelope: obj({
+    error: obj(
+      {
+        code: { type: 'string', enum: Object.keys(errorCatalog) },
+        message: str,
+        cause: {
+          type: 'object',
+          description: 'For COULD_NOT_VALIDATE: the `field` and the `reason`.',
+          properties: { field: str, reason: str },
+        },
+        requestId: str,
+      },
+      ['cause'],
+    ),
+    meta: obj({ apiVersion: { type: 'string', const: '1' } }),
+  }),
+};
+
+export const componentSchemas: Record<string, JsonSchema> = {
+  ...envelopeSchemas,
+  ...resourceSchemas,
+  ...requestSchemas,
+};
+
+/** `{"data": …, "meta": {}}`. */
+export const dataEnvelope = (data: JsonSchema): JsonSchema => obj({ data, meta: { type: 'object' } });
+
+/** `{"data": [...], "meta": {"pagination": …}}`. */
+export const listEnvelope = (item: JsonSchema): JsonSchema =>
+  obj({ data: { type: 'array', items: item }, meta: ref('ListMeta') });

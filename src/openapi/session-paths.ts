@@ -1,0 +1,81 @@
+import { dataEnvelope } from './components.js';
+import { ref } from './json-schema.js';
+import type { RouteDoc } from './operations.js';
+
+/** `{"data":{},"meta":{}}`: update, patch, delete and other answers without content. */
+export const emptyResponse = (description: string) => ({
+  status: 200,
+  description,
+  schema: ref('EmptyEnvelope'),
+});
+
+export const dataResponse = (description: string, schemaName: string, status = 200) => ({
+  status,
+  description,
+  schema: dataEnvelope(ref(schemaName)),
+});
+
+/** Routes both Edge APIs mount: legacy login, its TOTP step, the caller, and this document. */
+export function sessionRoutes(api: 'client' | 'management'): RouteDoc[] {
+  return [
+    {
+      method: 'post',
+      path: '/authenticate',
+      operationId: 'authenticate',
+      summary: 'Log in and open a legacy API session',
+      description:
+        '`method=password` takes `username` and `password`; `method=cert` reads the TLS client certificate; ' +
+        '`method=ext-jwt` reads `Authorization: Bearer <external JWT>` (a missing or unusable JWT is ' +
+        'answered 401 with one `svc-primary-ext-jwt` challenge per candidate signer). When the policy ' +
+        'requires TOTP, `authQueries` names the MFA step and only the MFA endpoints answer until it is done.',
+      tag: 'Authentication',
+      access: 'anonymous',
+      rateLimited: true,
+      parameters: [
+        {
+          name: 'method',
+          in: 'query',
+          required: true,
+          schema: { type: 'string', enum: ['password', 'cert', 'ext-jwt'] },
+        },
+      ],
+      body: { schema: ref('LoginBody'), required: false },
+      response: dataResponse('The new session; send its token in `svc-session`.', 'ApiSession'),
+      errors: ['INVALID_AUTH', 'UNAUTHORIZED'],
+    },
+    {
+      method: 'post',
+      path: '/authenticate/mfa',
+      operationId: 'authenticateMfa',
+      summary: 'Complete the TOTP step of the current legacy session',
+      tag: 'Authentication',
+      access: 'authenticated',
+      rateLimited: true,
+      body: { schema: ref('MfaCode') },
+      response: emptyResponse('The session is complete.'),
+      errors: ['MFA_INVALID_TOKEN'],
+    },
+    {
+      method: 'get',
+      path: '/current-identity',
+      operationId: 'getCurrentIdentity',
+      summary: "The caller's identity",
+      tag: 'Current identity',
+      access: 'authenticated',
+      response: dataResponse('The identity detail.', 'Identity'),
+    },
+    {
+      method: 'get',
+      path: '/spec',
+      operationId: 'getSpec',
+      summary: `This document: the OpenAPI 3.1 description of the ${api} API`,
+      tag: 'Specification',
+      access: 'anonymous',
+      response: {
+        status: 200,
+        description: 'An OpenAPI 3.1 document.',
+        schema: { type: 'object', required: ['openapi', 'info', 'paths'] },
+      },
+    },
+  ];
+}
