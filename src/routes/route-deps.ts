@@ -1,12 +1,7 @@
-import type { Knex } from 'knex';
-import type { Logger } from 'pino';
-import type { Config } from '../config/load-config.js';
 import type { RateLimiter } from '../middleware/rate-limit.js';
 import type { PrincipalResolver } from '../middleware/authenticate.js';
 import type { SessionService } from '../services/session-service.js';
 import type { PasswordMethod } from '../services/auth/password-method.js';
-import type { IdentityView } from '../services/identity-view.js';
-import type { PkiMaterial } from '../services/pki-service.js';
 import type { TotpService } from '../services/mfa/totp-service.js';
 import type { IdentityService } from '../services/identity-service.js';
 import type { EnrollmentService } from '../services/enrollment-service.js';
@@ -22,14 +17,9 @@ import type { FactorSteps } from '../oidc/factor-steps.js';
 
 /** What route modules may use: services, never repositories. */
 export interface RouteDeps {
-  config: Config;
-  knex: Knex;
-  logger: Logger;
-  pki: PkiMaterial;
   sessions: SessionService;
   passwordMethod: PasswordMethod;
   principals: PrincipalResolver;
-  identityView: IdentityView;
   /** TOTP second factor (engineer E). */
   totp: TotpService;
   /** Identities, enrollments, authenticators and enrollment completion (engineer A). */

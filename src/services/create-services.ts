@@ -99,14 +99,9 @@ export async function createServices({ config, database, box, pki, logger }: Ser
   };
 
   const routeDeps: RouteDeps = {
-    config,
-    knex,
-    logger,
-    pki,
     sessions,
     passwordMethod,
     principals,
-    identityView,
     totp,
     identities,
     enrollments,
