@@ -1,5 +1,6 @@
 import { errors, type Account, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Identity } from '../repositories/identities-repository.js';
+import { isForeignKeyViolation } from '../db/db-errors.js';
 import { isDisabled } from '../services/auth/identity-status.js';
 import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
 
@@ -21,16 +22,26 @@ export const completedLoginOf = (ctx: KoaContextWithOIDC): LoginFacts | undefine
  * grant policy of the first-party client (decisions.md §5; notes §3, §5).
  */
 export function createAccountPolicy({ findIdentity, sessions, now = () => new Date() }: AccountPolicyDeps) {
+  // One token request asks for a grant's facts twice (account, then claims): read them once.
+  const perRequest = new WeakMap<object, Map<string, Promise<LoginFacts | undefined>>>();
+  function factsOf(ctx: object, grantId: string): Promise<LoginFacts | undefined> {
+    let byGrant = perRequest.get(ctx);
+    if (!byGrant) perRequest.set(ctx, (byGrant = new Map()));
+    let facts = byGrant.get(grantId);
+    if (!facts) byGrant.set(grantId, (facts = sessions.factsOf(grantId)));
+    return facts;
+  }
+
   /**
    * A deleted or disabled identity has no account (codes and refresh tokens then fail with
    * `invalid_grant`); neither has a grant whose API session ended or whose identity was revoked.
    */
-  const findAccount: FindAccount = async (_ctx, sub, token) => {
+  const findAccount: FindAccount = async (ctx, sub, token) => {
     const identity = await findIdentity(sub);
     if (!identity || isDisabled(identity, now())) return undefined;
     let facts: LoginFacts | undefined;
     if (token?.grantId) {
-      facts = await sessions.factsOf(token.grantId);
+      facts = await factsOf(ctx, token.grantId);
       if (!facts || identity.tokenGeneration > facts.tokenGeneration) return undefined;
     }
     const account: Account = {
@@ -45,9 +56,9 @@ export function createAccountPolicy({ findIdentity, sessions, now = () => new Da
   };
 
   /** The z_ claims of spec 2.6 and decisions.md §5, the same across refreshes of one grant. */
-  async function extraTokenClaims(_ctx: KoaContextWithOIDC, token: { kind: string; grantId?: string }) {
+  async function extraTokenClaims(ctx: KoaContextWithOIDC, token: { kind: string; grantId?: string }) {
     if (token.kind !== 'AccessToken' || !token.grantId) return undefined;
-    const facts = await sessions.factsOf(token.grantId);
+    const facts = await factsOf(ctx, token.grantId);
     if (!facts) throw new errors.InvalidGrant('the API session of this grant has ended');
     return {
       amr: facts.amr,
@@ -77,7 +88,14 @@ export function createAccountPolicy({ findIdentity, sessions, now = () => new Da
       grant.addResourceScope(indicator, scopes.join(' '));
     }
     const grantId = await grant.save();
-    await sessions.start(grantId, facts);
+    try {
+      await sessions.start(grantId, facts);
+    } catch (err) {
+      // The identity was deleted between the login and here: no session, no grant, no code.
+      if (!isForeignKeyViolation(err)) throw err;
+      await grant.destroy();
+      throw new errors.AccessDenied('the identity no longer exists');
+    }
     return grant;
   }
 
