@@ -42,7 +42,12 @@ describe('auth policies', () => {
 
   async function createSigner(name: string): Promise<string> {
     const res = await api.post('/external-jwt-signers', {
-      body: { name, issuer: `https://${name}.example`, jwksEndpoint: `https://${name}.example/jwks` },
+      body: {
+        name,
+        issuer: `https://${name}.example`,
+        audience: 'svc',
+        jwksEndpoint: `https://${name}.example/jwks`,
+      },
     });
     if (res.status !== 201) throw new Error(`signer create failed: ${res.status} ${res.text}`);
     return res.body.data.id as string;
