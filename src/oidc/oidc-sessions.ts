@@ -86,7 +86,7 @@ export function createOidcSessions({
       const stored = await oidcPayloadsRepository.find(knex, MODEL, grantId, now());
       const apiSessionId = (stored?.payload as { apiSessionId?: string } | undefined)?.apiSessionId;
       await knex.transaction((trx) => endGrantIn(trx, grantId, apiSessionId));
-      revocations.afterCommit();
+      await revocations.afterCommit();
     },
 
     /** end_session: the API session named by an ID token ends, and with it its grant's tokens. */
@@ -97,7 +97,7 @@ export function createOidcSessions({
         if (grantId) await endGrantIn(trx, grantId, apiSessionId);
         else await revocations.revokeApiSession(trx, apiSessionId);
       });
-      revocations.afterCommit();
+      await revocations.afterCommit();
     },
 
     /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go (decisions.md §3). */

@@ -54,7 +54,8 @@ export async function createServices({ config, database, box, pki, logger }: Ser
   const revocationState = createRevocationState({ database, logger });
   const revocations = createRevocationService({
     retentionSeconds: () => (oidc?.accessTokenDuration ?? sessionTimeout) + 60,
-    published: () => void revocationState.refresh().catch(() => undefined),
+    // A failed read is retried by the one-second catch-up; it must not fail the admin's request.
+    published: () => revocationState.refresh().catch(() => undefined),
   });
   const identityContext = createIdentityContextCache({ knex });
   revocationState.onIdentityRevoked((id) => identityContext.invalidate(id));

@@ -69,7 +69,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
   /** Runs `work` in a transaction; when it reports a revocation, publishes it after the commit. */
   async function write(work: (trx: Knex.Transaction) => Promise<boolean | void>): Promise<void> {
     const revoked = await withConstraintErrors(() => knex.transaction(work));
-    if (revoked) revocations.afterCommit();
+    if (revoked) await revocations.afterCommit();
   }
 
   async function update(id: string, u: IdentityUpdate): Promise<void> {

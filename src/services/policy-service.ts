@@ -133,7 +133,7 @@ export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
       }
       return true;
     });
-    if (revoked) revocations.afterCommit();
+    if (revoked) await revocations.afterCommit();
   }
 
   return {

@@ -14,7 +14,7 @@ export interface RevocationServiceDeps {
    * Called after commit: this process reads the new events at once (the other instances learn of
    * them by the NOTIFY the insert sends, or by their one-second catch-up read).
    */
-  published?: () => void;
+  published?: () => Promise<void>;
   now?: () => Date;
 }
 
@@ -64,8 +64,9 @@ export function createRevocationService(deps: RevocationServiceDeps) {
       });
     },
 
-    afterCommit(): void {
-      deps.published?.();
+    /** Resolves once this process enforces what was just committed (the caller's next request sees it). */
+    async afterCommit(): Promise<void> {
+      await deps.published?.();
     },
   };
 }

@@ -48,6 +48,7 @@ export function createRevocationState({
   let listener: pg.Client | undefined;
   let stopped = false;
   let refreshing: Promise<void> | undefined;
+  let again: Promise<void> | undefined;
 
   const apply = (r: Revocation) => {
     gaps.delete(r.id);
@@ -102,7 +103,17 @@ export function createRevocationState({
 
   /** Single-flight catch-up read. */
   function refresh(): Promise<void> {
-    refreshing ??= readNow().finally(() => (refreshing = undefined));
+    // A read already under way may have started before the caller's commit: read once more after it.
+    if (refreshing) {
+      again ??= refreshing
+        .catch(() => undefined)
+        .then(() => {
+          again = undefined;
+          return refresh();
+        });
+      return again;
+    }
+    refreshing = readNow().finally(() => (refreshing = undefined));
     return refreshing;
   }
 

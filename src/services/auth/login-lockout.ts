@@ -67,7 +67,7 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
         await revocations.revokeIdentity(trx, identity.id, { disabled: true, disabledUntil });
         return true;
       });
-      if (lockedNow) revocations.afterCommit();
+      if (lockedNow) await revocations.afterCommit();
     },
   };
 }
