@@ -57,6 +57,19 @@ export function createFactorSteps(deps: FactorStepsDeps) {
     return { state: { ...state, amr: [...state.amr], satisfied: [...state.satisfied] }, identity, policy };
   }
 
+  /**
+   * Spec 5.3 item 3: enrollment mid-flow is for an identity that owes a TOTP code. Otherwise a
+   * password alone could bind a secret of the caller's choosing to the account.
+   */
+  async function pendingTotpEnrollment(request: AuthRequest): Promise<PendingLogin> {
+    const pending = await pendingLogin(request);
+    const owed = await deps.factors.evaluate(pending.identity, pending.policy, pending.state, []);
+    if (!owed.authQueries.some((q) => q.typeId === 'MFA')) {
+      throw new AppError('INVALID_AUTH_REQUEST', { message: 'this login does not owe a TOTP code' });
+    }
+    return pending;
+  }
+
   /** Completes the login when nothing is owed, else keeps the progress and lists the rest. */
   async function advance(ctx: Context, request: AuthRequest, pending: PendingLogin): Promise<FactorOutcome> {
     const { state, identity, policy } = pending;
@@ -91,7 +104,7 @@ export function createFactorSteps(deps: FactorStepsDeps) {
 
     /** `POST /oidc/login/totp/enroll` (spec 3.2): 409 MFA_EXISTS when in progress or verified. */
     async startEnrollment(request: AuthRequest): Promise<EnrollmentStart> {
-      const { identity } = await pendingLogin(request);
+      const { identity } = await pendingTotpEnrollment(request);
       return deps.totp.startEnrollment(identity.id, identity.name);
     },
 
@@ -106,7 +119,7 @@ export function createFactorSteps(deps: FactorStepsDeps) {
      * code) saves the configuration and satisfies the TOTP factor of this auth request.
      */
     async verifyEnrollment(ctx: Context, request: AuthRequest, code: string): Promise<FactorOutcome> {
-      const pending = await pendingLogin(request);
+      const pending = await pendingTotpEnrollment(request);
       await deps.totp.verifyEnrollment(pending.identity.id, code);
       satisfy(pending.state, FACTORS.totp);
       return advance(ctx, request, pending);
@@ -114,7 +127,7 @@ export function createFactorSteps(deps: FactorStepsDeps) {
 
     /** `DELETE /oidc/login/totp/enroll`: abandons the enrollment in progress (404 when none). */
     async abandonEnrollment(request: AuthRequest): Promise<void> {
-      const { identity } = await pendingLogin(request);
+      const { identity } = await pendingTotpEnrollment(request);
       await deps.totp.abandonEnrollment(identity.id);
     },
   };

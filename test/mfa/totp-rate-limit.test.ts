@@ -50,6 +50,25 @@ describe('the TOTP failure limit on authenticate/mfa (decisions.md §7)', () => 
     expect((await server.client.get(`${CLIENT}/current-identity`, { headers })).status).toBe(401);
   });
 
+  test('the limit also covers confirming an enrollment: five wrong codes, then 429 even for the right one', async () => {
+    const user: TestUser = await createUser(server, 'enroll guesser');
+    const headers = await sessionOf(server, user);
+    const url = (await server.client.post(`${CLIENT}/current-identity/mfa`, { headers })).body.data
+      .provisioningUrl as string;
+    const step = timeStepAt();
+    const verify = (code: string) =>
+      server.client.post(`${CLIENT}/current-identity/mfa/verify`, { headers, body: { code } });
+
+    for (let i = 0; i < 5; i++) expect((await verify(await totpCode(url, step + 10))).status).toBe(400);
+    const correct = await verify(await totpCode(url, step));
+
+    expect(correct.status).toBe(429);
+    expect(correct.body.error.code).toBe('RATE_LIMITED');
+    expect(
+      (await server.client.get(`${CLIENT}/current-identity/mfa`, { headers })).body.data.isVerified,
+    ).toBe(false);
+  });
+
   test('twenty parallel wrong codes are checked five times; the rest are refused unchecked', async () => {
     const { headers, wrong } = await pendingUser('parallel guesser');
 

@@ -82,6 +82,18 @@ describe('the secondary external JWT (spec 5.3 item 2, 4.2 note 3, 7.1 case 5)',
       expect(response.header('location')).toBeUndefined();
     });
 
+    test('a login that owes no TOTP code cannot enroll one mid-flow', async () => {
+      const user = await userOf('login-no-totp-owed');
+      const { started } = await partialLogin(server.client, user);
+
+      const enroll = await server.client.post('/oidc/login/totp/enroll', {
+        body: { authRequestId: started.authRequestId },
+      });
+
+      expect(enroll.status).toBe(400);
+      expect(enroll.body.error.code).toBe('INVALID_AUTH_REQUEST');
+    });
+
     test('expired, badly signed, or naming another identity: 200 with the expired or invalid challenge', async () => {
       const user = await userOf('login-bad-jwts');
       const someoneElse = await idp.jwt('ext-someone-else');

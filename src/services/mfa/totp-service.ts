@@ -111,17 +111,15 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
   }
 
   /**
-   * A TOTP code (never a recovery code: it would prove nothing about the app) verifies it. No
-   * failure limit here: whoever holds this enrollment was just shown its secret.
+   * A TOTP code (never a recovery code: it would prove nothing about the app) verifies it. The
+   * failure limit applies here too (decisions.md §7): an enrollment may have been started by
+   * someone else than the one guessing against it, and a verified one completes a login.
    */
   async function verifyEnrollment(identityId: string, code: string): Promise<void> {
     const config = await mfaTotpRepository.find(knex, identityId);
     if (!config || config.isVerified) throw notFound('no TOTP enrollment is in progress');
-    const step = await matchTotpStep(
-      box.open(config.secretEnc),
-      withoutSpaces(code),
-      now(),
-      config.lastUsedStep,
+    const step = await limited(identityId, () =>
+      matchTotpStep(box.open(config.secretEnc), withoutSpaces(code), now(), config.lastUsedStep),
     );
     if (step === undefined) throw invalid('MFA_INVALID_TOKEN', 'wrong enrollment code');
     const verified = await mfaTotpRepository.markVerified(knex, identityId, step, now());
