@@ -1,3 +1,4 @@
+import { MAX_CONFIG_TYPES } from '../schemas/authenticate-schemas.js';
 import type { Knex } from 'knex';
 import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
@@ -78,7 +79,6 @@ export interface LoginFlowDeps {
   now?: () => Date;
 }
 
-const MAX_CONFIG_TYPES = 32;
 const invalidRequest = (detail: string) => new AppError('INVALID_AUTH_REQUEST', { detail });
 
 /** `configTypes` of the authorization request (`svc_ct`, written by the dispatcher). */

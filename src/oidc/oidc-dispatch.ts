@@ -1,3 +1,4 @@
+import { MAX_CONFIG_TYPE_LENGTH, MAX_CONFIG_TYPES } from '../schemas/authenticate-schemas.js';
 import type { Context, Middleware, Next } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { CLIENT_ID } from './create-provider.js';
@@ -25,8 +26,6 @@ function checkProviderRoute(ctx: Context): void {
     throw new AppError('METHOD_NOT_ALLOWED', { headers: { allow: route[1].join(', ') } });
   }
 }
-const MAX_CONFIG_TYPES = 32;
-const MAX_CONFIG_TYPE_LENGTH = 256; // as for the login body (loginExtrasSchema)
 
 /** The issuer picked for this request (set before our /oidc routes run). */
 export function issuerEntryOf(ctx: Context): IssuerEntry {

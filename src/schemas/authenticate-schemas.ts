@@ -5,7 +5,11 @@ export const passwordLoginSchema = z.object({
   password: z.string().min(1).max(1024),
 });
 
+/** `configTypes` (decisions.md §5, spec 2.6 `z_ct`): at most this many, each at most this long. */
+export const MAX_CONFIG_TYPES = 32;
+export const MAX_CONFIG_TYPE_LENGTH = 256;
+
 /** Body members every primary login may carry besides its credential. */
 export const loginExtrasSchema = z.object({
-  configTypes: z.array(z.string().max(256)).max(32).optional(),
+  configTypes: z.array(z.string().max(MAX_CONFIG_TYPE_LENGTH)).max(MAX_CONFIG_TYPES).optional(),
 });

@@ -1,3 +1,4 @@
+import { toPem } from '../../crypto/pki-keys.js';
 import type { Knex } from 'knex';
 import { AppError } from '../../errors/app-error.js';
 import {
@@ -24,9 +25,6 @@ export interface CertMethodDeps {
 }
 
 const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail });
-
-const toPem = (der: Buffer) =>
-  `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n')}\n-----END CERTIFICATE-----\n`;
 
 /**
  * Client-certificate authentication (spec 4.2 note 1, 5.2). The leaf must chain to our signing CA
@@ -64,7 +62,11 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
     const authenticator = await authenticatorsRepository.findByFingerprint(knex, cert.fingerprint);
     if (!authenticator) throw invalidAuth('certificate not enrolled');
     // A peer-supplied intermediate that cannot be parsed makes the chain untrusted, not a 500.
-    const trusted = await trust(leaf, rest.map(toPem), authenticator).catch((err: unknown) => {
+    const trusted = await trust(
+      leaf,
+      rest.map((der) => toPem('CERTIFICATE', der)),
+      authenticator,
+    ).catch((err: unknown) => {
       if (err instanceof CertificateError) return undefined;
       throw err;
     });
