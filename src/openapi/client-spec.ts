@@ -150,6 +150,35 @@ const enroll: RouteDoc[] = [
     response: emptyResponse('Enrolled.'),
     errors: [...ENROLL_ERRORS, 'ENROLLMENT_CA_NOT_VALID', 'CERTIFICATE_FAILED_VALIDATION'],
   },
+  ...(['/enroll/ca', '/enroll'] as const).map((path): RouteDoc => ({
+    method: 'post',
+    path,
+    operationId: path === '/enroll' ? 'enroll' : 'enrollCa',
+    summary:
+      path === '/enroll'
+        ? 'Auto CA enrollment (`method=ca`), the generic form of `/enroll/ca`'
+        : 'Create an identity for the TLS client certificate of an auto-enrolling CA',
+    description:
+      'No token: the client certificate presented over mutual TLS is the credential. It must ' +
+      'chain to a verified 3rd-party CA with `isAutoCaEnrollmentEnabled`. One transaction ' +
+      "creates the identity (named by the CA's `identityNameFormat`, a six-digit counter " +
+      "appended on a name collision; role attributes from the CA's `identityRoles`; auth " +
+      'policy `default`) and the cert authenticator, so the certificate logs in at once with ' +
+      '`POST /authenticate?method=cert`. A certificate that is missing, of an unknown, ' +
+      'unverified or non-auto-enrolling CA, expired or a CA certificate: 401 `INVALID_AUTH`. ' +
+      'A certificate already enrolled: 409 `CONFLICT` naming `fingerprint`. As OpenZiti, the ' +
+      'answer is an empty 200; the identity is the one the certificate then logs in as.',
+    tag: 'Enrollment',
+    access: 'anonymous',
+    rateLimited: true,
+    parameters:
+      path === '/enroll'
+        ? [{ name: 'method', in: 'query', required: true, schema: { type: 'string', enum: ['ca'] } }]
+        : [],
+    body: { schema: ref('EnrollCa'), required: false },
+    response: emptyResponse('Enrolled: the identity and its cert authenticator exist.'),
+    errors: ['INVALID_AUTH', 'CONFLICT'],
+  })),
   {
     method: 'get',
     path: '/external-jwt-signers',

@@ -75,7 +75,9 @@ function errorResponses(codes: ErrorCode[], shared: Record<string, JsonSchema>):
   const responses: Record<string, JsonSchema> = {};
   for (const [status, group] of [...byStatus].sort(([a], [b]) => a - b)) {
     const extraHeaders =
-      status === 401
+      // Session and token refusals challenge (RFC 7235 §4.1); a refused TLS client certificate
+      // alone (INVALID_AUTH) has no scheme to name, as at certificate login.
+      status === 401 && group.includes('UNAUTHORIZED')
         ? { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } }
         : status === 429
           ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } }

@@ -1,6 +1,7 @@
 import { loginExtrasSchema, passwordLoginSchema } from '../schemas/authenticate-schemas.js';
 import { caCreateSchema, caReplaceSchema, caUpdateSchema } from '../schemas/ca-schemas.js';
 import {
+  enrollCaSchema,
   enrollmentCreateSchema,
   enrollmentRefreshSchema,
   enrollOttSchema,
@@ -24,6 +25,9 @@ import { fromZod, type JsonSchema } from './json-schema.js';
  */
 
 const identityType = 'User, Device, Service or Default, case-insensitive; default Default.';
+const NAME_FORMAT =
+  'Name of an identity made by auto CA enrollment; placeholders `[caName]`, `[caId]`, ' +
+  '`[commonName]`, `[requestedName]`, `[identityId]`. Default `[caName]-[commonName]`.';
 
 export const requestSchemas: Record<string, JsonSchema> = {
   // The route parses the credential (method=password only) and the extras separately.
@@ -39,6 +43,9 @@ export const requestSchemas: Record<string, JsonSchema> = {
   EnrollUpdb: fromZod(enrollUpdbSchema, { token: 'Or the `token` query parameter.' }),
   EnrollOtt: fromZod(enrollOttSchema, { clientCsr: 'A PEM certificate signing request.' }),
   EnrollToken: fromZod(enrollTokenSchema, { token: 'Or the `token` query parameter.' }),
+  EnrollCa: fromZod(enrollCaSchema, {
+    name: "The value of `[requestedName]` in the CA's `identityNameFormat`; default the certificate CN.",
+  }),
   IdentityCreate: fromZod(identityCreateSchema, {
     type: identityType,
     enrollment: 'At most one of `ott: true`, `ottca: "<ca id>"`, `updb: "<username>"`.',
@@ -63,7 +70,16 @@ export const requestSchemas: Record<string, JsonSchema> = {
     useExternalId: 'Default true: the claim is matched against the identity `externalId`.',
   }),
   ExternalJwtSignerPatch: fromZod(signerPatchSchema),
-  CaCreate: fromZod(caCreateSchema, { certPem: 'One PEM CA certificate; fixed at creation.' }),
-  CaReplace: fromZod(caReplaceSchema, { certPem: 'May repeat the stored certificate, never change it.' }),
-  CaPatch: fromZod(caUpdateSchema, { certPem: 'May repeat the stored certificate, never change it.' }),
+  CaCreate: fromZod(caCreateSchema, {
+    certPem: 'One PEM CA certificate; fixed at creation.',
+    identityNameFormat: NAME_FORMAT,
+  }),
+  CaReplace: fromZod(caReplaceSchema, {
+    certPem: 'May repeat the stored certificate, never change it.',
+    identityNameFormat: NAME_FORMAT,
+  }),
+  CaPatch: fromZod(caUpdateSchema, {
+    certPem: 'May repeat the stored certificate, never change it.',
+    identityNameFormat: NAME_FORMAT,
+  }),
 };

@@ -132,6 +132,7 @@ const Ca = obj({
   isOttCaEnrollmentEnabled: bool,
   isAutoCaEnrollmentEnabled: bool,
   identityRoles: strList,
+  identityNameFormat: str,
   isVerified: bool,
   verificationToken: str,
   ...timestamps,

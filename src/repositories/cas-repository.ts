@@ -11,13 +11,18 @@ export interface Ca {
   isOttCaEnrollmentEnabled: boolean;
   isAutoCaEnrollmentEnabled: boolean;
   identityRoles: string[];
+  /** Name of an identity made by auto CA enrollment, with `[caName]`-style placeholders. */
+  identityNameFormat: string;
   isVerified: boolean;
   verificationToken: string;
   createdAt: Date;
   updatedAt: Date;
 }
 
-export type NewCa = Omit<Ca, 'createdAt' | 'updatedAt' | 'isVerified'> & { isVerified?: boolean };
+export type NewCa = Omit<Ca, 'createdAt' | 'updatedAt' | 'isVerified' | 'identityNameFormat'> & {
+  isVerified?: boolean;
+  identityNameFormat?: string;
+};
 
 export type CaChanges = Partial<
   Pick<
@@ -27,6 +32,7 @@ export type CaChanges = Partial<
     | 'isOttCaEnrollmentEnabled'
     | 'isAutoCaEnrollmentEnabled'
     | 'identityRoles'
+    | 'identityNameFormat'
     | 'isVerified'
   >
 >;
@@ -40,6 +46,7 @@ interface CaRow {
   is_ott_ca_enrollment_enabled: boolean;
   is_auto_ca_enrollment_enabled: boolean;
   identity_roles: string[];
+  identity_name_format: string;
   is_verified: boolean;
   verification_token: string;
   created_at: Date;
@@ -67,6 +74,7 @@ export const toCa = (r: CaRow): Ca => ({
   isOttCaEnrollmentEnabled: r.is_ott_ca_enrollment_enabled,
   isAutoCaEnrollmentEnabled: r.is_auto_ca_enrollment_enabled,
   identityRoles: r.identity_roles ?? [],
+  identityNameFormat: r.identity_name_format,
   isVerified: r.is_verified,
   verificationToken: r.verification_token,
   createdAt: r.created_at,
@@ -83,6 +91,7 @@ const columnsOf = (c: CaChanges) => {
     cols.is_auto_ca_enrollment_enabled = c.isAutoCaEnrollmentEnabled;
   }
   if (c.identityRoles !== undefined) cols.identity_roles = JSON.stringify(c.identityRoles);
+  if (c.identityNameFormat !== undefined) cols.identity_name_format = c.identityNameFormat;
   if (c.isVerified !== undefined) cols.is_verified = c.isVerified;
   return cols;
 };
@@ -99,6 +108,7 @@ export const casRepository = {
         is_ott_ca_enrollment_enabled: ca.isOttCaEnrollmentEnabled,
         is_auto_ca_enrollment_enabled: ca.isAutoCaEnrollmentEnabled,
         identity_roles: JSON.stringify(ca.identityRoles),
+        ...(ca.identityNameFormat !== undefined ? { identity_name_format: ca.identityNameFormat } : {}),
         is_verified: ca.isVerified ?? false,
         verification_token: ca.verificationToken,
       })
@@ -142,6 +152,14 @@ export const casRepository = {
   /** CAs that may authenticate anyone: verified and auth-enabled (decisions.md §3). */
   async listAuthEnabled(db: Db): Promise<Ca[]> {
     const rows = await db<CaRow>('cas').where({ is_verified: true, is_auth_enabled: true }).orderBy('id');
+    return rows.map(toCa);
+  },
+
+  /** CAs that may create identities on first contact: verified, with auto CA enrollment on. */
+  async listAutoEnrollEnabled(db: Db): Promise<Ca[]> {
+    const rows = await db<CaRow>('cas')
+      .where({ is_verified: true, is_auto_ca_enrollment_enabled: true })
+      .orderBy('id');
     return rows.map(toCa);
   },
 };

@@ -148,6 +148,23 @@ export const identitiesRepository = {
     return row && toIdentity(row);
   },
 
+  /**
+   * Names in use that are `prefix` itself or `prefix` followed by `suffixLength` more characters.
+   * Compared by code points with `left`/`char_length`, so no character of the prefix is a pattern.
+   */
+  async namesStartingWith(db: Db, prefix: string, suffixLength: number): Promise<Set<string>> {
+    const length = [...prefix].length;
+    const rows: { name: string }[] = await db('identities')
+      .select('name')
+      .whereRaw('left(name, ?) = ? and char_length(name) in (?, ?)', [
+        length,
+        prefix,
+        length,
+        length + suffixLength,
+      ]);
+    return new Set(rows.map((r) => r.name));
+  },
+
   async hasAdmin(db: Db): Promise<boolean> {
     return (await db('identities').where({ is_admin: true }).first('id')) !== undefined;
   },

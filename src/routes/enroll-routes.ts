@@ -1,9 +1,15 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import { validationError } from '../errors/app-error.js';
 import { sendData, sendEmpty } from '../errors/envelope.js';
 import { peerCertificateChain } from '../listeners/peer-certificates.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
-import { enrollOttSchema, enrollTokenSchema, enrollUpdbSchema } from '../schemas/enrollment-schemas.js';
+import {
+  enrollCaSchema,
+  enrollOttSchema,
+  enrollTokenSchema,
+  enrollUpdbSchema,
+} from '../schemas/enrollment-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import type { RouteDeps } from './route-deps.js';
 
@@ -32,5 +38,21 @@ export function enrollRoutes(router: Router, deps: RouteDeps): void {
     const input = parseInput(enrollTokenSchema, withQueryToken(ctx));
     await enroll.ottca(input.token, peerCertificateChain(ctx));
     sendEmpty(ctx);
+  });
+
+  /** Auto CA enrollment: the TLS client certificate is the credential; answered like OTTCA. */
+  const enrollCa = async (ctx: Context) => {
+    const input = parseInput(enrollCaSchema, bodyOf(ctx));
+    await enroll.ca(peerCertificateChain(ctx), input.name);
+    sendEmpty(ctx);
+  };
+
+  router.post('/enroll/ca', parseBody(), enrollCa);
+
+  // OpenZiti's generic form; the token methods have their own paths above.
+  router.post('/enroll', parseBody(), async (ctx: Context) => {
+    if (ctx.query.method !== 'ca')
+      throw validationError('method', 'must be ca (token methods: /enroll/<method>)');
+    await enrollCa(ctx);
   });
 }

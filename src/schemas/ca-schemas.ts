@@ -7,6 +7,8 @@ const flags = {
   isOttCaEnrollmentEnabled: booleanField.optional(),
   isAutoCaEnrollmentEnabled: booleanField.optional(),
   identityRoles: stringList(256),
+  // Placeholders of auto CA enrollment: [caName], [caId], [commonName], [requestedName], [identityId].
+  identityNameFormat: nonEmpty(255).optional(),
 };
 
 export const caCreateSchema = z.object({

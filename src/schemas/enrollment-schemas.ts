@@ -46,4 +46,7 @@ export const enrollOttSchema = z.object({
   clientCsr: text(65536).min(1, 'must not be empty'),
 });
 
+/** `POST /enroll?method=ca`: an optional name for the `[requestedName]` placeholder. */
+export const enrollCaSchema = z.object({ name: text(255).optional() });
+
 export type EnrollmentCreateInput = z.output<typeof enrollmentCreateSchema>;

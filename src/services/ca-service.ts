@@ -12,6 +12,7 @@ import {
 import { casRepository, caListFields, type Ca, type CaChanges } from '../repositories/cas-repository.js';
 import { parseListQuery } from '../repositories/list-query.js';
 import type { CaCreateInput, CaUpdateInput } from '../schemas/ca-schemas.js';
+import { DEFAULT_IDENTITY_NAME_FORMAT } from './identity-name-format.js';
 
 export interface CaServiceDeps {
   knex: Knex;
@@ -28,6 +29,7 @@ export const caView = (ca: Ca) => ({
   isOttCaEnrollmentEnabled: ca.isOttCaEnrollmentEnabled,
   isAutoCaEnrollmentEnabled: ca.isAutoCaEnrollmentEnabled,
   identityRoles: ca.identityRoles,
+  identityNameFormat: ca.identityNameFormat,
   isVerified: ca.isVerified,
   verificationToken: ca.verificationToken,
   createdAt: ca.createdAt.toISOString(),
@@ -101,6 +103,7 @@ export function createCaService({ knex, now = () => new Date() }: CaServiceDeps)
           isOttCaEnrollmentEnabled: input.isOttCaEnrollmentEnabled ?? true,
           isAutoCaEnrollmentEnabled: input.isAutoCaEnrollmentEnabled ?? false,
           identityRoles: input.identityRoles ?? [],
+          identityNameFormat: input.identityNameFormat ?? DEFAULT_IDENTITY_NAME_FORMAT,
           // The subject CN of the proof certificate (ziti-facts.md §7); 32 characters fit any CN.
           verificationToken: newToken(24),
         }),
@@ -124,6 +127,7 @@ export function createCaService({ knex, now = () => new Date() }: CaServiceDeps)
             isOttCaEnrollmentEnabled: true,
             isAutoCaEnrollmentEnabled: false,
             identityRoles: [],
+            identityNameFormat: DEFAULT_IDENTITY_NAME_FORMAT,
           }
         : {};
       const updated = await write(() => casRepository.update(knex, id, { ...defaults, ...changesOf(input) }));

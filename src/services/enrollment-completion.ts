@@ -17,6 +17,7 @@ import {
   type Enrollment,
   type EnrollmentMethod,
 } from '../repositories/enrollments-repository.js';
+import { createCaAutoEnrollment } from './ca-auto-enrollment.js';
 import { withConstraintErrors } from './constraint-errors.js';
 import { passwordRuleViolation } from './password-rules.js';
 import type { PkiMaterial } from './pki-service.js';
@@ -78,6 +79,9 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
   }
 
   return {
+    /** Auto CA enrollment: no token; the certificate's verified CA creates the identity. */
+    ca: createCaAutoEnrollment({ knex, now }),
+
     /** UPDB: the username fixed at creation, the password checked against the policy's rules. */
     async updb(token: string, password: string): Promise<void> {
       const enrollment = await pending(token, 'updb');

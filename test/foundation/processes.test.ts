@@ -112,6 +112,7 @@ describe('the controller process', () => {
         '002_mfa',
         '003_oidc',
         '004_account_index_and_login_shadow',
+        '005_ca_identity_name_format',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

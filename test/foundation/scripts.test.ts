@@ -28,7 +28,9 @@ describe('database scripts', () => {
     const env = { SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-scripts-')) };
     expect(await script('db-migrate.ts', env)).toEqual({
       code: 0,
-      out: 'applied: 001_foundation, 002_mfa, 003_oidc, 004_account_index_and_login_shadow\n',
+      out:
+        'applied: 001_foundation, 002_mfa, 003_oidc, 004_account_index_and_login_shadow, ' +
+        '005_ca_identity_name_format\n',
     });
     expect((await script('db-migrate.ts', env)).out).toBe('already up to date\n');
     const seeded = await script('db-seed.ts', env);

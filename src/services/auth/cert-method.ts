@@ -29,8 +29,8 @@ const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail })
 /**
  * Client-certificate authentication (spec 4.2 note 1, 5.2). The leaf must chain to our signing CA
  * or to a verified, auth-enabled 3rd-party CA, and be enrolled (a `cert` authenticator with its
- * fingerprint). Certificates of a CA with auto-enrollment but no authenticator are refused: auto
- * CA enrollment is not offered. Every refusal is the same 401 INVALID_AUTH.
+ * fingerprint). A certificate of an auto-enrolling CA logs in only after `POST /enroll?method=ca`
+ * bound it to an identity, as in OpenZiti. Every refusal is the same 401 INVALID_AUTH.
  */
 export function createCertMethod({ knex, pki, now = () => new Date() }: CertMethodDeps) {
   const ourCas = splitPemBundle(pki.signingCa.certPem);

@@ -1,0 +1,276 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { certFingerprint } from '../../src/crypto/certificates.js';
+import { generateRootCa, generateSigningCa, issueClientCert, type KeyedCert } from '../../src/crypto/pki.js';
+import type { TestResponse } from '../helpers/https-client.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import {
+  CLIENT,
+  createIdentity,
+  identityDetail,
+  managementApi,
+  type ManagementApi,
+} from '../identities/identity-fixtures.js';
+
+describe('auto CA enrollment (POST /enroll?method=ca)', () => {
+  let server: TestServer;
+  let api: ManagementApi;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    api = managementApi(server, await server.adminToken());
+  });
+  afterAll(() => server.close());
+
+  /** A CA registered through the API and, unless told otherwise, verified with the token as CN. */
+  async function registeredCa(
+    name: string,
+    body: Record<string, unknown> = {},
+    { verified = true }: { verified?: boolean } = {},
+  ): Promise<{ id: string; ca: KeyedCert }> {
+    const ca = await generateRootCa({ commonName: `${name} root` });
+    const created = await api.post('/cas', {
+      body: { name, certPem: ca.certPem, isAutoCaEnrollmentEnabled: true, ...body },
+    });
+    if (created.status !== 201) throw new Error(`CA create failed: ${created.status} ${created.text}`);
+    const id = created.body.data.id as string;
+    if (verified) {
+      const { verificationToken } = (await api.get(`/cas/${id}`)).body.data;
+      const proof = await issueClientCert(ca, { commonName: verificationToken });
+      const res = await api.post(`/cas/${id}/verify`, {
+        body: proof.certPem,
+        headers: { 'content-type': 'text/plain' },
+      });
+      if (res.status !== 200) throw new Error(`CA verify failed: ${res.status} ${res.text}`);
+    }
+    return { id, ca };
+  }
+
+  const withCert = (cert?: KeyedCert) =>
+    cert ? server.newClient({ cert: cert.certPem, key: cert.keyPem }) : server.client;
+
+  const enrollCa = (cert?: KeyedCert, body?: Record<string, unknown>) =>
+    withCert(cert).post(`${CLIENT}/enroll?method=ca`, body ? { body } : {});
+
+  const certLogin = (cert: KeyedCert) => withCert(cert).post(`${CLIENT}/authenticate?method=cert`);
+
+  async function identityNamed(name: string) {
+    const res = await api.get(`/identities?filter=${encodeURIComponent(`name = "${name}"`)}`);
+    return res.body.data as { id: string; name: string }[];
+  }
+
+  const rowCounts = async () => {
+    const knex = server.app.knex;
+    const count = async (table: string) => Number((await knex(table).count({ n: '*' }))[0]!.n);
+    return {
+      identities: await count('identities'),
+      authenticators: await count('authenticators'),
+      roleAttributes: await count('identity_role_attributes'),
+    };
+  };
+
+  function expectRefused(res: TestResponse) {
+    expect(res.status).toBe(401);
+    expect(res.body.error).toMatchObject({ code: 'INVALID_AUTH', requestId: expect.any(String) });
+  }
+
+  test('a certificate of a verified auto-enrolling CA becomes an identity that logs in at once', async () => {
+    const { id: caId, ca } = await registeredCa('factory', { identityRoles: ['sensors', 'east'] });
+    const device = await issueClientCert(ca, { commonName: 'sensor-1' });
+
+    const res = await enrollCa(device);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ data: {}, meta: {} });
+    const [found] = await identityNamed('factory-sensor-1');
+    expect(found).toBeDefined();
+    const detail = await identityDetail(api, found!.id);
+    expect(detail).toMatchObject({
+      name: 'factory-sensor-1',
+      isAdmin: false,
+      authPolicyId: 'default',
+      authenticators: { cert: { id: expect.any(String), fingerprint: certFingerprint(device.certPem) } },
+      enrollment: {},
+    });
+    expect([...detail.roleAttributes].sort()).toEqual(['east', 'sensors']);
+    const stored = await server.app.knex('authenticators').where({ identity_id: found!.id }).first();
+    expect(stored).toMatchObject({ method: 'cert', ca_id: caId, is_extendable: false });
+    const login = await certLogin(device);
+    expect(login.status).toBe(200);
+    expect(login.body.data.identityId).toBe(found!.id);
+  });
+
+  test('the same certificate a second time is 409 naming the fingerprint, and nothing is added', async () => {
+    const { ca } = await registeredCa('twice');
+    const device = await issueClientCert(ca, { commonName: 'twice-device' });
+    expect((await enrollCa(device)).status).toBe(200);
+    const before = await rowCounts();
+
+    const again = await enrollCa(device);
+
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatchObject({ code: 'CONFLICT', cause: { field: 'fingerprint' } });
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  test('parallel enrollments of one certificate create exactly one identity', async () => {
+    const { ca } = await registeredCa('parallel', { identityRoles: ['p'] });
+    const device = await issueClientCert(ca, { commonName: 'racer' });
+    const before = await rowCounts();
+
+    const results = await Promise.all([1, 2, 3, 4].map(() => enrollCa(device)));
+
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409, 409]);
+    expect(await rowCounts()).toEqual({
+      identities: before.identities + 1,
+      authenticators: before.authenticators + 1,
+      roleAttributes: before.roleAttributes + 1,
+    });
+  });
+
+  test('parallel enrollments of certificates with one CN all succeed under distinct names', async () => {
+    const { ca } = await registeredCa('crowd');
+    const certs = await Promise.all([1, 2, 3].map(() => issueClientCert(ca, { commonName: 'twin' })));
+
+    const results = await Promise.all(certs.map((c) => enrollCa(c)));
+
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+    const ids = await Promise.all(
+      certs.map(async (c) => (await certLogin(c)).body.data.identityId as string),
+    );
+    const names = await Promise.all(ids.map(async (id) => (await identityDetail(api, id)).name as string));
+    expect(names.sort()).toEqual(['crowd-twin', 'crowd-twin000001', 'crowd-twin000002']);
+  });
+
+  test('a failure at the last write of the transaction leaves no identity or role attributes behind', async () => {
+    const { ca } = await registeredCa('atomic', { identityRoles: ['a', 'b'] });
+    const device = await issueClientCert(ca, { commonName: 'half' });
+    // A non-cert row holding the fingerprint: the up-front check (cert authenticators) misses it,
+    // so only the unique constraint at the authenticator insert refuses, after the identity insert.
+    const holder = await createIdentity(api, { name: 'fingerprint-holder', isAdmin: false });
+    await server.app.knex('authenticators').insert({
+      id: 'fingerprint-holder-updb',
+      identity_id: holder,
+      method: 'updb',
+      username: 'fingerprint-holder',
+      cert_fingerprint: certFingerprint(device.certPem),
+    });
+    const before = await rowCounts();
+
+    const res = await enrollCa(device);
+
+    expect(res.status).toBe(409);
+    expect(res.body.error).toMatchObject({ code: 'CONFLICT', cause: { field: 'fingerprint' } });
+    expect(await rowCounts()).toEqual(before);
+    expect(await identityNamed('atomic-half')).toHaveLength(0);
+  });
+
+  test('a name taken by another identity gets the lowest free six-digit counter', async () => {
+    const { ca } = await registeredCa('lab');
+    const first = await issueClientCert(ca, { commonName: 'scope' });
+    const second = await issueClientCert(ca, { commonName: 'scope' });
+    const third = await issueClientCert(ca, { commonName: 'scope' });
+
+    for (const cert of [first, second, third]) expect((await enrollCa(cert)).status).toBe(200);
+
+    const names = await Promise.all(
+      [first, second, third].map(async (cert) => (await certLogin(cert)).body.data.identityId as string),
+    ).then((ids) => Promise.all(ids.map(async (id) => (await identityDetail(api, id)).name)));
+    expect(names).toEqual(['lab-scope', 'lab-scope000001', 'lab-scope000002']);
+  });
+
+  test('identityNameFormat placeholders name the identity; the body name is [requestedName]', async () => {
+    const { id: caId, ca } = await registeredCa('formats', {
+      identityNameFormat: '[caId]/[commonName]/[requestedName]/[unknown]',
+    });
+    const detail = (await api.get(`/cas/${caId}`)).body.data;
+    expect(detail.identityNameFormat).toBe('[caId]/[commonName]/[requestedName]/[unknown]');
+    const asked = await issueClientCert(ca, { commonName: 'cam' });
+    const unasked = await issueClientCert(ca, { commonName: 'mic' });
+
+    const a = await withCert(asked).post(`${CLIENT}/enroll/ca`, { body: { name: 'front-door' } });
+    const b = await enrollCa(unasked);
+
+    expect(a.status).toBe(200);
+    expect(b.status).toBe(200);
+    expect(await identityNamed(`${caId}/cam/front-door/[unknown]`)).toHaveLength(1);
+    expect(await identityNamed(`${caId}/mic/mic/[unknown]`)).toHaveLength(1);
+  });
+
+  test('[identityId] is the id of the identity created', async () => {
+    const { ca } = await registeredCa('by-id', { identityNameFormat: 'dev-[identityId]' });
+    const device = await issueClientCert(ca, { commonName: 'x' });
+
+    expect((await enrollCa(device)).status).toBe(200);
+
+    const id = (await certLogin(device)).body.data.identityId as string;
+    expect((await identityDetail(api, id)).name).toBe(`dev-${id}`);
+  });
+
+  test('a certificate of an intermediate under the CA, sent with its chain, enrolls', async () => {
+    const { ca } = await registeredCa('chained');
+    const intermediate = await generateSigningCa(ca, { commonName: 'chained intermediate' });
+    const leaf = await issueClientCert(intermediate, { commonName: 'deep' });
+    const withChain = { ...leaf, certPem: leaf.certPem + intermediate.certPem };
+
+    expect((await enrollCa(withChain)).status).toBe(200);
+    expect(await identityNamed('chained-deep')).toHaveLength(1);
+  });
+
+  test('an unverified CA, a CA without auto enrollment, an unknown CA or no certificate is 401, leaving no rows', async () => {
+    const unverified = await registeredCa('unverified', {}, { verified: false });
+    const flagOff = await registeredCa('flag-off', { isAutoCaEnrollmentEnabled: false });
+    const stranger = await generateRootCa({ commonName: 'stranger root' });
+    const certs = [
+      await issueClientCert(unverified.ca, { commonName: 'u' }),
+      await issueClientCert(flagOff.ca, { commonName: 'f' }),
+      await issueClientCert(stranger, { commonName: 's' }),
+    ];
+    const before = await rowCounts();
+
+    const attempts = [...(await Promise.all(certs.map((c) => enrollCa(c)))), await enrollCa()];
+
+    for (const res of attempts) expectRefused(res);
+    expect(await rowCounts()).toEqual(before);
+    for (const cert of certs) expectRefused(await certLogin(cert));
+  });
+
+  test('an expired certificate or a CA certificate of the CA is 401', async () => {
+    const { ca } = await registeredCa('strict');
+    const past = new Date(Date.now() - 86_400_000);
+    const expired = await issueClientCert(ca, {
+      commonName: 'old',
+      notBefore: new Date(past.getTime() - 86_400_000),
+      notAfter: past,
+    });
+    const subCa = await generateSigningCa(ca, { commonName: 'sub ca' });
+
+    expectRefused(await enrollCa(expired));
+    expectRefused(await enrollCa(subCa));
+    expect(await identityNamed('strict-old')).toHaveLength(0);
+  });
+
+  test('turning auto enrollment off stops enrollment; a PUT restores the default name format', async () => {
+    const { id, ca } = await registeredCa('toggled', { identityNameFormat: 'x-[commonName]' });
+    const patched = await api.patch(`/cas/${id}`, { body: { isAutoCaEnrollmentEnabled: false } });
+    expect(patched.status).toBe(200);
+
+    expectRefused(await enrollCa(await issueClientCert(ca, { commonName: 'late' })));
+
+    const put = await api.put(`/cas/${id}`, { body: { name: 'toggled', isAutoCaEnrollmentEnabled: true } });
+    expect(put.status).toBe(200);
+    expect((await api.get(`/cas/${id}`)).body.data.identityNameFormat).toBe('[caName]-[commonName]');
+    expect((await enrollCa(await issueClientCert(ca, { commonName: 'late' }))).status).toBe(200);
+    expect(await identityNamed('toggled-late')).toHaveLength(1);
+  });
+
+  test('the generic form takes only method=ca', async () => {
+    const { ca } = await registeredCa('generic');
+    const device = await issueClientCert(ca, { commonName: 'g' });
+
+    const res = await withCert(device).post(`${CLIENT}/enroll?method=ott`);
+
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field: 'method' } });
+    expect(await identityNamed('generic-g')).toHaveLength(0);
+  });
+});
