@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { request } from 'node:https';
 import { isIP } from 'node:net';
 import { connect, type TLSSocket } from 'node:tls';
+import { pemBlocks } from '../crypto/pem-blocks.js';
 import { CliError } from './cli-error.js';
 
 /**
@@ -66,12 +67,15 @@ export function getWithoutVerification(
   });
 }
 
-/** Splits a PEM bundle into certificates; an empty or unparseable bundle is an error. */
+/**
+ * Splits a PEM bundle into certificates; an empty or unparseable bundle is an error. No bound on
+ * the count: a CA file may be a system trust store, and parsing is linear in its size.
+ */
 export function parsePemBundle(pem: string, what: string): X509Certificate[] {
-  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  const blocks = pemBlocks(pem, 'CERTIFICATE', Number.POSITIVE_INFINITY);
   if (blocks.length === 0) throw new CliError(`${what} holds no PEM certificate`);
   try {
-    return blocks.map((block) => new X509Certificate(block));
+    return blocks.map((block) => new X509Certificate(block.der));
   } catch {
     throw new CliError(`${what} holds a certificate that cannot be parsed`);
   }

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
+import { X509Certificate as NodeX509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,7 @@ import {
   certFingerprint,
   isIssuedBy,
   parseCertificate,
+  singleCertificatePem,
   splitPemBundle,
   toPkcs7Base64,
   verifyChain,
@@ -19,7 +21,10 @@ import {
   issueServerCert,
   type KeyedCert,
 } from './pki.js';
+import { exportPrivateKeyPem, generateEcKeyPair } from './pki-keys.js';
+import { KEY_CERT_SIGN, pemText, signCertificate } from './pki-sign.js';
 import { x509 } from './x509-runtime.js';
+import { selfIssuedChain } from '../../test/helpers/self-issued-chain.js';
 
 let dir: string;
 let root: KeyedCert;
@@ -57,6 +62,21 @@ function opensslIssue(name: string, issuer: KeyedCert, extensions: string): Keye
   return { certPem, keyPem: readFileSync(keyPath, 'utf8') };
 }
 
+/** A CA without a path length limit, so chains of any depth can be built under it. */
+async function subCa(issuer: KeyedCert, commonName: string): Promise<KeyedCert> {
+  const keys = await generateEcKeyPair();
+  const cert = await signCertificate(issuer, {
+    subjectCn: commonName,
+    publicKey: keys.publicKey,
+    validityDays: 1,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(KEY_CERT_SIGN, true),
+    ],
+  });
+  return { certPem: pemText(cert), keyPem: await exportPrivateKeyPem(keys.privateKey) };
+}
+
 const opensslFingerprint = (pem: string): string =>
   openssl(['x509', '-noout', '-fingerprint', '-sha1'], pem)
     .trim()
@@ -73,6 +93,17 @@ beforeAll(async () => {
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs `work` counting the certificate signature checks it makes (the real checks still run). */
+async function countingSignatureChecks<T>(work: () => Promise<T>): Promise<{ result: T; checks: number }> {
+  const spy = jest.spyOn(NodeX509Certificate.prototype, 'verify');
+  try {
+    const result = await work();
+    return { result, checks: spy.mock.calls.length };
+  } finally {
+    spy.mockRestore();
+  }
+}
 
 describe('certFingerprint', () => {
   it('equals the SHA-1 fingerprint openssl prints, lowercased without colons', () => {
@@ -100,6 +131,39 @@ describe('splitPemBundle', () => {
 
   it('returns nothing for text without certificates', () => {
     expect(splitPemBundle(leaf.keyPem)).toEqual([]);
+  });
+
+  it.each([256 * 1024, 1024 * 1024])(
+    'reads %i bytes of BEGIN lines without an END in linear time',
+    (size) => {
+      const marker = '-----BEGIN CERTIFICATE-----';
+      const flood = marker.repeat(Math.ceil(size / marker.length));
+
+      const started = performance.now();
+      const blocks = splitPemBundle(flood);
+      const withCert = splitPemBundle(flood + leaf.certPem);
+      const elapsed = performance.now() - started;
+
+      // A lazy regex took seconds for 256 KiB and minutes for 1 MiB; a linear scan takes milliseconds.
+      expect(elapsed).toBeLessThan(500);
+      expect(blocks).toEqual([]);
+      // The last BEGIN line before the END opens the block, whatever came before it.
+      expect(withCert.map(certFingerprint)).toEqual([certFingerprint(leaf.certPem)]);
+    },
+  );
+
+  it('refuses a bundle of more than 16 certificates with a CertificateError', () => {
+    expect(splitPemBundle(leaf.certPem.repeat(16))).toHaveLength(16);
+    expect(() => splitPemBundle(leaf.certPem.repeat(17))).toThrow(CertificateError);
+    expect(() => splitPemBundle(`${leaf.certPem}`.repeat(1000))).toThrow(CertificateError);
+  });
+});
+
+describe('singleCertificatePem', () => {
+  it('is the one certificate block, and undefined for none or several', () => {
+    expect(singleCertificatePem(`text\n${leaf.certPem}`)).toBe(leaf.certPem.trim());
+    expect(singleCertificatePem(leaf.keyPem)).toBeUndefined();
+    expect(singleCertificatePem(leaf.certPem + signing.certPem)).toBeUndefined();
   });
 });
 
@@ -226,6 +290,93 @@ describe('verifyChain', () => {
     expect(await isIssuedBy(underIt.certPem, notCa.certPem)).toBe(true);
     expect(await verifyChain(underIt.certPem, [notCa.certPem, signing.certPem], [root.certPem])).toBe(false);
     expect(await verifyChain(underIt.certPem, [signing.certPem], [notCa.certPem])).toBe(false);
+  });
+
+  it('finds a path through intermediates given in any order', async () => {
+    const caExtensions = 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign';
+    const a = opensslIssue('order-a', root, caExtensions);
+    const b = opensslIssue('order-b', a, caExtensions);
+    const c = opensslIssue('order-c', b, caExtensions);
+    const below = await issueClientCert(c, { commonName: 'ordered leaf' });
+
+    for (const order of [
+      [a, b, c],
+      [c, b, a],
+      [b, a, c],
+    ]) {
+      const { result, checks } = await countingSignatureChecks(() =>
+        verifyChain(
+          below.certPem,
+          order.map((cert) => cert.certPem),
+          [root.certPem],
+        ),
+      );
+      expect(result).toBe(true);
+      expect(checks).toBeLessThanOrEqual(4); // one per link: leaf→c→b→a→root
+    }
+    expect(await verifyChain(below.certPem, [a.certPem, c.certPem], [root.certPem])).toBe(false);
+  });
+
+  it('refuses a leaf with 9 self-issued intermediates with a number of signature checks linear in them', async () => {
+    const { leaf: crafted, intermediates } = await selfIssuedChain(9);
+    const certs = 1 + intermediates.length + 1; // leaf, intermediates, the trusted root
+
+    const started = performance.now();
+    const { result, checks } = await countingSignatureChecks(() =>
+      verifyChain(crafted.certPem, intermediates, [root.certPem]),
+    );
+    const elapsed = performance.now() - started;
+
+    expect(result).toBe(false);
+    expect(checks).toBeGreaterThan(0);
+    expect(checks).toBeLessThanOrEqual(2 * certs);
+    // Trying every ordering took seconds for 7 such intermediates and minutes for 9.
+    expect(elapsed).toBeLessThan(1000);
+  });
+
+  it('accepts the same crafted chain when its own CA is trusted, checking one signature', async () => {
+    const { ca, leaf: crafted, intermediates } = await selfIssuedChain(9, 'Trusted Self Issued CA');
+
+    const { result, checks } = await countingSignatureChecks(() =>
+      verifyChain(crafted.certPem, intermediates, [ca.certPem]),
+    );
+
+    expect(result).toBe(true);
+    expect(checks).toBe(1);
+  });
+
+  it('refuses a chain once the signature checks exceed twice the certificates given', async () => {
+    // Four intermediates named "Same Name" under the root, and decoys with that name but no key
+    // id: the name and key id match passes for every decoy at every step, the signature does not.
+    const path: KeyedCert[] = [];
+    for (let issuer = root; path.length < 4; issuer = path[path.length - 1]!) {
+      path.push(await subCa(issuer, 'Same Name'));
+    }
+    const below = await issueClientCert(path[3]!, { commonName: 'below the same names' });
+    const decoy = (i: number) =>
+      openssl([
+        ...NEW_EC_REQ,
+        '-x509',
+        '-keyout',
+        join(dir, `decoy-${i}.key`),
+        '-subj',
+        '/CN=Same Name',
+        ...['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'subjectKeyIdentifier=none'],
+        ...['-addext', 'authorityKeyIdentifier=none'],
+      ]);
+    const chainWith = (decoys: number) => [
+      ...Array.from({ length: decoys }, (_, i) => decoy(i)),
+      ...path.map((ca) => ca.certPem),
+    ];
+
+    const few = await countingSignatureChecks(() => verifyChain(below.certPem, chainWith(2), [root.certPem]));
+    const many = await countingSignatureChecks(() =>
+      verifyChain(below.certPem, chainWith(8), [root.certPem]),
+    );
+
+    expect(few).toEqual({ result: true, checks: 4 * 3 + 1 });
+    expect(many.result).toBe(false);
+    expect(many.checks).toBe(2 * (1 + 8 + 4 + 1));
   });
 
   it('enforces the path length of the signing CA', async () => {

@@ -1,4 +1,5 @@
 import { createHash, X509Certificate as NodeX509Certificate } from 'node:crypto';
+import { firstPemBlock, MAX_PEM_BLOCKS, pemBlocks, PemError } from './pem-blocks.js';
 import { x509 } from './x509-runtime.js';
 
 /** Input that is not an X.509 certificate (callers usually answer it as a client error). */
@@ -20,13 +21,32 @@ export interface ParsedCertificate {
   serialNumber: string;
 }
 
-const PEM_BLOCK = /-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/g;
+const CERTIFICATE = 'CERTIFICATE';
 const DER_SEQUENCE = 0x30;
-// Deep enough for any real PKI; bounds the search over attacker-supplied intermediates.
+// Deep enough for any real PKI; bounds the walk over attacker-supplied intermediates.
 const MAX_INTERMEDIATES = 8;
 
-export function splitPemBundle(pem: string): string[] {
-  return Array.from(pem.matchAll(PEM_BLOCK), (match) => match[0]);
+/**
+ * The certificate blocks of a PEM bundle, each from BEGIN through END. More than `maxBlocks` is a
+ * CertificateError; only files the operator configured are read without the default bound.
+ */
+export function splitPemBundle(pem: string, maxBlocks = MAX_PEM_BLOCKS): string[] {
+  try {
+    return pemBlocks(pem, CERTIFICATE, maxBlocks).map((block) => block.pem);
+  } catch (err) {
+    if (err instanceof PemError) throw new CertificateError(err.message);
+    throw err;
+  }
+}
+
+/** The PEM of the only certificate block in `pem`; undefined when it holds none or several. */
+export function singleCertificatePem(pem: string): string | undefined {
+  try {
+    return pemBlocks(pem, CERTIFICATE, 1)[0]?.pem;
+  } catch (err) {
+    if (err instanceof PemError) return undefined;
+    throw err;
+  }
 }
 
 /** DER of the input: DER bytes as they are, else the first PEM block, else bare base64. */
@@ -34,9 +54,9 @@ function toDer(input: CertificateInput): Buffer {
   if (typeof input !== 'string' && input[0] === DER_SEQUENCE) return Buffer.from(input);
   const text = typeof input === 'string' ? input : Buffer.from(input).toString('latin1');
   if (!text.includes('-----BEGIN')) return Buffer.from(text, 'base64');
-  const [first] = text.matchAll(PEM_BLOCK);
+  const first = firstPemBlock(text, CERTIFICATE);
   if (!first) throw new CertificateError('no PEM certificate found');
-  return Buffer.from(first[1], 'base64');
+  return first.der;
 }
 
 function nodeCert(input: CertificateInput): NodeX509Certificate {
@@ -49,6 +69,8 @@ function nodeCert(input: CertificateInput): NodeX509Certificate {
 }
 
 function peculiarCert(der: Buffer): x509.X509Certificate {
+  // x509 reads bytes that are not a DER SEQUENCE as PEM text with a backtracking regex.
+  if (der[0] !== DER_SEQUENCE) throw new CertificateError('not an X.509 certificate');
   try {
     return new x509.X509Certificate(new Uint8Array(der));
   } catch {
@@ -82,13 +104,24 @@ export function parseCertificate(pem: CertificateInput): ParsedCertificate {
  * OpenSSL's checkIssued matches names the RFC 5280 §7.1 way (not byte for byte), compares AKI with
  * SKI and requires keyCertSign when the issuer has a key usage; verify then checks the signature.
  */
-function issuedBy(cert: NodeX509Certificate, issuer: NodeX509Certificate): boolean {
+function matchesIssuer(cert: NodeX509Certificate, issuer: NodeX509Certificate): boolean {
   try {
-    return cert.checkIssued(issuer) && cert.verify(issuer.publicKey);
+    return cert.checkIssued(issuer);
   } catch {
     return false;
   }
 }
+
+function signedBy(cert: NodeX509Certificate, issuer: NodeX509Certificate): boolean {
+  try {
+    return cert.verify(issuer.publicKey);
+  } catch {
+    return false;
+  }
+}
+
+const issuedBy = (cert: NodeX509Certificate, issuer: NodeX509Certificate): boolean =>
+  matchesIssuer(cert, issuer) && signedBy(cert, issuer);
 
 /** Whether `caPem` signed `certPem`: issuer name matches the CA's subject and the signature verifies. */
 export async function isIssuedBy(certPem: CertificateInput, caPem: string): Promise<boolean> {
@@ -102,22 +135,29 @@ interface ChainCert {
 }
 
 function chainCerts(pems: string[]): ChainCert[] {
-  return pems.flatMap(splitPemBundle).flatMap((pem) => {
-    const der = toDer(pem);
-    const cert = nodeCert(der);
-    if (!cert.ca) return []; // RFC 5280 §6.1.4 (k): only CA certificates may issue
-    const constraints = peculiarCert(der).getExtension(x509.BasicConstraintsExtension);
-    return [{ cert, fingerprint: certFingerprint(der), pathLength: constraints?.pathLength }];
-  });
+  return pems
+    .flatMap((pem) => splitPemBundle(pem))
+    .flatMap((pem) => {
+      const der = toDer(pem);
+      const cert = nodeCert(der);
+      if (!cert.ca) return []; // RFC 5280 §6.1.4 (k): only CA certificates may issue
+      const constraints = peculiarCert(der).getExtension(x509.BasicConstraintsExtension);
+      return [{ cert, fingerprint: certFingerprint(der), pathLength: constraints?.pathLength }];
+    });
 }
 
-/** RFC 5280 §4.2.1.9: at most pathLength intermediates may follow this CA. */
-const canIssue = (issuer: ChainCert, below: number, cert: NodeX509Certificate): boolean =>
-  (issuer.pathLength === undefined || below <= issuer.pathLength) && issuedBy(cert, issuer.cert);
+/** Signature checks one chain build may make per certificate it was given (leaf, intermediates, anchors). */
+const SIGNATURE_CHECKS_PER_CERT = 2;
 
 /**
  * Whether `leaf` chains through `intermediates` to one of `trustedRoots` (any trusted CA, not only
  * self-signed ones). Validity dates are not checked: callers apply their own expiry policy.
+ *
+ * The path is built the way OpenSSL's verifier builds it: up from the leaf, one issuer per step, a
+ * trusted CA if one issued the certificate, else the first unused intermediate that did; no
+ * backtracking. Trying every ordering of the intermediates instead costs factorial time in their
+ * number, and a peer picks them. Signature checks are counted too; past the budget the chain is
+ * untrusted, so even candidates crafted to pass the name and key id match cost linear time.
  */
 export async function verifyChain(
   leaf: CertificateInput,
@@ -126,19 +166,25 @@ export async function verifyChain(
 ): Promise<boolean> {
   const trusted = chainCerts(trustedRoots);
   const pool = chainCerts(intermediates);
-  const onPath = new Set<string>();
-  const reachesTrust = (cert: NodeX509Certificate, below: number): boolean => {
-    if (trusted.some((anchor) => canIssue(anchor, below, cert))) return true;
-    if (below >= MAX_INTERMEDIATES) return false;
-    return pool.some((next) => {
-      if (onPath.has(next.fingerprint) || !canIssue(next, below, cert)) return false;
-      onPath.add(next.fingerprint);
-      const found = reachesTrust(next.cert, below + 1);
-      onPath.delete(next.fingerprint);
-      return found;
-    });
+  const leafDer = toDer(leaf);
+  let checksLeft = SIGNATURE_CHECKS_PER_CERT * (1 + pool.length + trusted.length);
+  /** RFC 5280 §4.2.1.9: at most pathLength intermediates may follow the issuer. */
+  const issues = (issuer: ChainCert, below: number, cert: NodeX509Certificate): boolean => {
+    if (issuer.pathLength !== undefined && below > issuer.pathLength) return false;
+    if (!matchesIssuer(cert, issuer.cert) || checksLeft === 0) return false;
+    checksLeft -= 1;
+    return signedBy(cert, issuer.cert);
   };
-  return reachesTrust(nodeCert(leaf), 0);
+  const used = new Set([certFingerprint(leafDer)]);
+  let cert = nodeCert(leafDer);
+  for (let below = 0; ; below += 1) {
+    if (trusted.some((anchor) => issues(anchor, below, cert))) return true;
+    if (below === MAX_INTERMEDIATES) return false;
+    const next = pool.find((candidate) => !used.has(candidate.fingerprint) && issues(candidate, below, cert));
+    if (!next) return false;
+    used.add(next.fingerprint);
+    cert = next.cert;
+  }
 }
 
 function derLength(length: number): Buffer {
@@ -163,7 +209,7 @@ const VERSION_1 = Buffer.from('020101', 'hex');
  * `openssl crl2pkcs7 -nocrl` byte for byte. Certificates keep the given order.
  */
 export function toPkcs7Base64(certPems: string[]): string {
-  const certs = certPems.flatMap(splitPemBundle).map(toDer);
+  const certs = certPems.flatMap((pem) => splitPemBundle(pem)).map(toDer);
   const signedData = tlv(
     DER_SEQUENCE,
     VERSION_1,

@@ -1,4 +1,5 @@
 import { createPublicKey } from 'node:crypto';
+import { firstPemBlock } from './pem-blocks.js';
 import { exportPrivateKeyPem, generateEcKeyPair, EC_P256_SHA256 } from './pki-keys.js';
 import { commonName, leafExtensions, pemText, signCertificate, type KeyedCert } from './pki-sign.js';
 import { x509 } from './x509-runtime.js';
@@ -14,9 +15,26 @@ const ACCEPTED_CURVES = new Set(['prime256v1', 'secp384r1']);
 const TRUST_DOMAIN = /^[a-z0-9._-]+$/;
 const PATH_SEGMENT = /^(?!\.\.?$)[A-Za-z0-9._-]+$/;
 
+// RFC 7468 §7; older tools (Netscape, Windows) write the NEW form.
+const CSR_LABELS = ['CERTIFICATE REQUEST', 'NEW CERTIFICATE REQUEST'];
+const DER_SEQUENCE = 0x30;
+
+/**
+ * PEM is decoded here, in linear time: x509 reads PEM text with a backtracking regex that takes
+ * seconds on a request body full of BEGIN lines. Text without PEM (base64, hex) goes to x509 as is.
+ */
+function csrInput(csrPem: string): string | Uint8Array<ArrayBuffer> {
+  if (!csrPem.includes('-----BEGIN')) return csrPem;
+  const block = CSR_LABELS.map((label) => firstPemBlock(csrPem, label)).find(Boolean);
+  // x509 reads bytes that do not start a DER SEQUENCE as PEM text again.
+  if (!block || block.der[0] !== DER_SEQUENCE) throw new CsrError('not a PKCS#10 certificate request');
+  return new Uint8Array(block.der);
+}
+
 function parseCsr(csrPem: string): x509.Pkcs10CertificateRequest {
+  const input = csrInput(csrPem);
   try {
-    return new x509.Pkcs10CertificateRequest(csrPem);
+    return new x509.Pkcs10CertificateRequest(input);
   } catch {
     throw new CsrError('not a PKCS#10 certificate request');
   }

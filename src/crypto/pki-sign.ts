@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { firstPemBlock } from './pem-blocks.js';
 import { assertKeyMatchesCert, importSigningKey, randomSerialNumber } from './pki-keys.js';
 import { x509 } from './x509-runtime.js';
 
@@ -69,9 +70,9 @@ export const pemText = (item: x509.X509Certificate | x509.Pkcs10CertificateReque
   `${item.toString('pem')}\n`;
 
 export function firstCertificatePem(pem: string): string {
-  const match = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(pem);
-  if (!match) throw new Error('no PEM certificate found');
-  return match[0];
+  const block = firstPemBlock(pem, 'CERTIFICATE');
+  if (!block) throw new Error('no PEM certificate found');
+  return block.pem;
 }
 
 function assertCanIssue(caCert: x509.X509Certificate): void {

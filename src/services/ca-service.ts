@@ -6,7 +6,7 @@ import {
   CertificateError,
   isIssuedBy,
   parseCertificate,
-  splitPemBundle,
+  singleCertificatePem,
   type ParsedCertificate,
 } from '../crypto/certificates.js';
 import { casRepository, caListFields, type Ca, type CaChanges } from '../repositories/cas-repository.js';
@@ -38,10 +38,10 @@ export const caView = (ca: Ca) => ({
 
 /** One PEM certificate, parsed; anything else is a field error. */
 function parseOne(pem: string, field: string): { pem: string; cert: ParsedCertificate } {
-  const blocks = splitPemBundle(pem);
-  if (blocks.length !== 1) throw validationError(field, 'must hold exactly one PEM certificate');
+  const block = singleCertificatePem(pem);
+  if (!block) throw validationError(field, 'must hold exactly one PEM certificate');
   try {
-    return { pem: `${blocks[0]}\n`, cert: parseCertificate(blocks[0]!) };
+    return { pem: `${block}\n`, cert: parseCertificate(block) };
   } catch (err) {
     if (err instanceof CertificateError) throw validationError(field, 'is not an X.509 certificate');
     throw err;

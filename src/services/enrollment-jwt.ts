@@ -1,6 +1,7 @@
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { jwtVerify, SignJWT } from 'jose';
-import { certFingerprint, splitPemBundle } from '../crypto/certificates.js';
+import { certFingerprint } from '../crypto/certificates.js';
+import { firstPemBlock } from '../crypto/pem-blocks.js';
 import type { Enrollment, EnrollmentMethod } from '../repositories/enrollments-repository.js';
 
 /** The claims of decisions.md §3; `jti` is the enrollment token itself. */
@@ -72,7 +73,7 @@ export type EnrollmentJwtSigner = ReturnType<typeof createEnrollmentJwtSigner>;
  * signature, `kid` or expiry does not hold.
  */
 export async function verifyEnrollmentJwt(jwt: string, serverCertPem: string): Promise<EnrollmentClaims> {
-  const leafPem = splitPemBundle(serverCertPem)[0];
+  const leafPem = firstPemBlock(serverCertPem, 'CERTIFICATE')?.pem;
   if (!leafPem) throw new Error('no certificate to verify the enrollment JWT with');
   const publicKey = new X509Certificate(leafPem).publicKey;
   const { payload, protectedHeader } = await jwtVerify(jwt, publicKey, {

@@ -82,7 +82,8 @@ export async function ensurePki(o: PkiOptions): Promise<PkiMaterial> {
     return { root, signing, server };
   });
   const caCertsPem = [
-    ...(o.tls.ca ? splitPemBundle(readPem(o.tls.ca)) : [generated.root.certPem]),
+    // The operator's own file, read once at start: no bound on how many CAs it lists.
+    ...(o.tls.ca ? splitPemBundle(readPem(o.tls.ca), Number.POSITIVE_INFINITY) : [generated.root.certPem]),
     ...splitPemBundle(generated.signing.certPem),
   ];
   const material: PkiMaterial = {

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { AppError, validationError } from '../errors/app-error.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/db-errors.js';
 import { newId } from '../crypto/random.js';
-import { CertificateError, parseCertificate, splitPemBundle } from '../crypto/certificates.js';
+import { CertificateError, parseCertificate, singleCertificatePem } from '../crypto/certificates.js';
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import {
   externalJwtSignersRepository,
@@ -62,16 +62,16 @@ function checkKeySource(s: ExternalJwtSignerInput, now: Date): ExternalJwtSigner
     }
     return s;
   }
-  const blocks = splitPemBundle(s.certPem!);
-  if (blocks.length !== 1) throw validationError('certPem', 'must hold exactly one PEM certificate');
+  const block = singleCertificatePem(s.certPem!);
+  if (!block) throw validationError('certPem', 'must hold exactly one PEM certificate');
   try {
-    const cert = parseCertificate(blocks[0]!);
+    const cert = parseCertificate(block);
     if (cert.notAfter < now) throw validationError('certPem', 'the certificate has expired');
   } catch (err) {
     if (err instanceof CertificateError) throw validationError('certPem', 'is not an X.509 certificate');
     throw err;
   }
-  return { ...s, certPem: `${blocks[0]}\n` };
+  return { ...s, certPem: `${block}\n` };
 }
 
 /** Management view: every field, key material included (admins only). */

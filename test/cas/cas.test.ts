@@ -90,6 +90,34 @@ describe('3rd-party CAs', () => {
     expect((await api.get(`/cas/${id}`)).body.data.isVerified).toBe(false);
   });
 
+  test('a body of BEGIN lines or of many certificates is a 400 at once, and the server keeps answering', async () => {
+    const ca = await generateRootCa({ commonName: 'Flooded CA' });
+    const { id, detail } = await createCa('flooded', ca);
+    const proof = await issueClientCert(ca, { commonName: detail.verificationToken });
+    const marker = '-----BEGIN CERTIFICATE-----';
+    const bodies = [
+      marker.repeat(Math.ceil((256 * 1024) / marker.length)),
+      marker.repeat(Math.floor((1024 * 1024 - 1024) / marker.length)), // just under the body limit
+      proof.certPem.repeat(17), // more blocks than a bundle may hold
+    ];
+
+    for (const body of bodies) {
+      const started = performance.now();
+      const [res, live] = await Promise.all([verify(id, body), server.client.get('/health/live')]);
+      const elapsed = performance.now() - started;
+
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({
+        code: 'COULD_NOT_VALIDATE',
+        cause: { field: 'body', reason: 'must hold exactly one PEM certificate' },
+      });
+      expect(live.status).toBe(200);
+      // Generous: milliseconds here, where a backtracking PEM regex took seconds per request.
+      expect(elapsed).toBeLessThan(3000);
+    }
+    expect((await api.get(`/cas/${id}`)).body.data.isVerified).toBe(false);
+  });
+
   test('a JSON verification body is 415', async () => {
     const ca = await generateRootCa({ commonName: 'Json CA' });
     const { id } = await createCa('json-verify', ca);

@@ -12,6 +12,7 @@ import {
   issueClientCert,
   type KeyedCert,
 } from '../../src/crypto/pki.js';
+import { selfIssuedChain } from '../helpers/self-issued-chain.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   CLIENT,
@@ -110,6 +111,27 @@ describe('completing certificate enrollments (OTT and OTTCA)', () => {
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('CERTIFICATE_FAILED_VALIDATION');
     }
+    expect((await identityDetail(api, pending.identityId)).enrollment.ottca.token).toBe(pending.token);
+  });
+
+  test('OTTCA refuses a leaf sent with 9 self-issued intermediates at once and keeps the token', async () => {
+    const caId = await registerCa(await generateRootCa({ commonName: 'OTTCA CA 3' }), {
+      isVerified: true,
+      isOttCaEnrollmentEnabled: true,
+    });
+    const pending = await pendingEnrollment('ottca-crafted', { ottca: caId });
+    const { leaf, intermediates } = await selfIssuedChain(9, 'OTTCA Crafted CA');
+
+    const started = performance.now();
+    const res = await server
+      .newClient({ cert: leaf.certPem + intermediates.join(''), key: leaf.keyPem })
+      .post(`${CLIENT}/enroll/ottca`, { body: { token: pending.token } });
+    const elapsed = performance.now() - started;
+
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('CERTIFICATE_FAILED_VALIDATION');
+    // Generous: milliseconds here; trying every ordering of the intermediates took minutes.
+    expect(elapsed).toBeLessThan(3000);
     expect((await identityDetail(api, pending.identityId)).enrollment.ottca.token).toBe(pending.token);
   });
 

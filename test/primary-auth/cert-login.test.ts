@@ -8,6 +8,7 @@ import {
 } from '../../src/crypto/pki.js';
 import { newId } from '../../src/crypto/random.js';
 import { authenticatorsRepository } from '../../src/repositories/authenticators-repository.js';
+import { selfIssuedChain } from '../helpers/self-issued-chain.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   CLIENT,
@@ -195,5 +196,28 @@ describe('legacy login with a client certificate (method=cert)', () => {
     for (const res of results) expectRefused(res);
     const strip = (b: any) => ({ ...b, error: { ...b.error, requestId: undefined } });
     expect(new Set(results.map((r) => JSON.stringify(strip(r.body)))).size).toBe(1);
+  });
+
+  test('a leaf sent with 9 self-issued intermediates is refused while the server keeps answering', async () => {
+    // Every intermediate shares the name and key of the others, so each one verifies as the issuer
+    // of every other: 9! orderings for a builder that tries them all.
+    const { leaf, intermediates } = await selfIssuedChain(9, 'Crafted CA');
+    await withCertAuthenticator('crafted-chain-user', leaf, null);
+    const crafted = server.newClient({ cert: leaf.certPem + intermediates.join(''), key: leaf.keyPem });
+
+    let settled = false;
+    const login = crafted.post(`${CLIENT}/authenticate?method=cert`).finally(() => {
+      settled = true;
+    });
+    const liveTimes: number[] = [];
+    do {
+      const started = performance.now();
+      expect((await server.client.get('/health/live')).status).toBe(200);
+      liveTimes.push(performance.now() - started);
+    } while (!settled);
+
+    expectRefused(await login);
+    // Generous: a probe takes milliseconds; trying orderings blocked the event loop for minutes.
+    expect(Math.max(...liveTimes)).toBeLessThan(2000);
   });
 });
