@@ -129,13 +129,11 @@ export const enrollmentsRepository = {
     token: string,
     protectedToken: { tokenHash: string; tokenSealed: string },
   ): Promise<boolean> {
-    const changed = await db('enrollments')
-      .where({ id, token })
-      .update({
-        token: null,
-        token_hash: protectedToken.tokenHash,
-        token_sealed: protectedToken.tokenSealed,
-      });
+    const changed = await db('enrollments').where({ id, token }).update({
+      token: null,
+      token_hash: protectedToken.tokenHash,
+      token_sealed: protectedToken.tokenSealed,
+    });
     return changed > 0;
   },
 
