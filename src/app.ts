@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import Router from '@koa/router';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
@@ -6,6 +5,7 @@ import type { Config } from './config/load-config.js';
 import { databaseFor, type Database } from './db/create-database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { lockDataDir } from './db/data-dir-lock.js';
+import { preparePrivateDataDir, tightenTree } from './db/private-data-dir.js';
 import { resolveMasterKey } from './crypto/master-key.js';
 import { createSecretBox } from './crypto/secret-box.js';
 import { createLogger } from './logger.js';
@@ -57,15 +57,28 @@ function certificateHosts(config: Config): string[] {
 export async function createApp(config: Config, options: { logger?: Logger } = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.logLevel);
   for (const warning of config.warnings) logger.warn(warning);
-  mkdirSync(config.dataDir, { recursive: true });
+  const tightened = preparePrivateDataDir(config.dataDir);
+  if (tightened.length > 0) {
+    logger.warn(
+      { dataDir: config.dataDir, tightened: tightened.length },
+      'the data directory was readable by other users; tightened it to 0700 (files 0600)',
+    );
+  }
   const unlock = config.databaseUrl ? () => undefined : lockDataDir(config.dataDir);
   const database = databaseFor(config);
   const { knex } = database;
   // Run in order: servers, services, the pool, and only then the data-directory lock.
-  const cleanups: (() => Promise<void> | void)[] = [() => knex.destroy(), unlock];
+  // PGlite's files are tightened again once it has closed them: it creates some readable by all.
+  const cleanups: (() => Promise<void> | void)[] = [
+    () => knex.destroy(),
+    () => void tightenTree(config.dataDir),
+    unlock,
+  ];
   try {
     const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
+    // The embedded database is open now: what PGlite unpacked or created 0666 becomes 0600.
+    if (database.kind === 'pglite') tightenTree(config.dataDir);
     const { key, generated } = resolveMasterKey(config.masterKey, config.dataDir);
     if (generated)
       logger.warn('generated a master key in the data directory; set SVC_MASTER_KEY to share it');

@@ -17,7 +17,7 @@ export function resolveMasterKey(
     if (key.length !== 32) throw new Error(`${file} does not hold a 32-byte base64 key`);
     return { key, generated: false };
   }
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const key = randomBytes(32);
   writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
   return { key, generated: true };

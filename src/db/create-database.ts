@@ -19,7 +19,7 @@ export interface Database {
 export function createDatabase(target: DatabaseTarget): Database {
   if (target.kind === 'pglite') {
     // PGlite creates its directory without `recursive` (toolchain.md P8).
-    if (target.dataDir) mkdirSync(target.dataDir, { recursive: true });
+    if (target.dataDir) mkdirSync(target.dataDir, { recursive: true, mode: 0o700 });
     const knex = knexFactory({
       client: ClientPgLite,
       dialect: 'postgres',

@@ -15,7 +15,7 @@ function isAlive(pid: number): boolean {
  * second process off the same data directory. A lock left by a dead process is taken over.
  */
 export function lockDataDir(dir: string): () => void {
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = join(dir, 'svc.lock');
   for (let attempt = 0; attempt < 2; attempt++) {
     try {

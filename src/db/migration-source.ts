@@ -4,6 +4,8 @@ import * as m002 from '../../migrations/002_mfa.js';
 import * as m003 from '../../migrations/003_oidc.js';
 import * as m004 from '../../migrations/004_account_index_and_login_shadow.js';
 import * as m005 from '../../migrations/005_ca_identity_name_format.js';
+import * as m006 from '../../migrations/006_hashed_oidc_payload_ids.js';
+import * as m007 from '../../migrations/007_sealed_enrollment_tokens.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -15,6 +17,8 @@ const migrations: Record<string, Knex.Migration> = {
   '003_oidc': m003,
   '004_account_index_and_login_shadow': m004,
   '005_ca_identity_name_format': m005,
+  '006_hashed_oidc_payload_ids': m006,
+  '007_sealed_enrollment_tokens': m007,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

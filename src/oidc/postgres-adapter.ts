@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
+import { openPayload, sealPayload } from './stored-payload.js';
 
 export interface PostgresAdapterDeps {
   knex: Knex;
@@ -17,7 +18,8 @@ const epoch = (d: Date) => Math.floor(d.getTime() / 1000);
 
 /**
  * oidc-provider's adapter over one table shared by every Provider (notes §6). `consume` is one
- * conditional UPDATE that fails the loser, so of N parallel redemptions exactly one wins.
+ * conditional UPDATE that fails the loser, so of N parallel redemptions exactly one wins. Every
+ * model's id is stored only as its hash and never inside its payload (docs/adr/0004).
  */
 export function createPostgresAdapter({
   knex,
@@ -31,7 +33,7 @@ export function createPostgresAdapter({
       await oidcPayloadsRepository.upsert(knex, {
         model: this.model,
         id,
-        payload: payload as Record<string, unknown>,
+        payload: sealPayload(id, payload),
         grantId: payload.grantId,
         userCode: payload.userCode,
         uid: payload.uid,
@@ -40,15 +42,18 @@ export function createPostgresAdapter({
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
-      return this.reply(await oidcPayloadsRepository.find(knex, this.model, id, now()));
+      return this.reply(id, await oidcPayloadsRepository.find(knex, this.model, id, now()));
     }
 
     async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-      return this.reply(await oidcPayloadsRepository.findByUid(knex, this.model, uid, now()));
+      return this.reply(undefined, await oidcPayloadsRepository.findByUid(knex, this.model, uid, now()));
     }
 
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
-      return this.reply(await oidcPayloadsRepository.findByUserCode(knex, this.model, userCode, now()));
+      return this.reply(
+        undefined,
+        await oidcPayloadsRepository.findByUserCode(knex, this.model, userCode, now()),
+      );
     }
 
     async consume(id: string): Promise<void> {
@@ -69,10 +74,11 @@ export function createPostgresAdapter({
     }
 
     private reply(
+      id: string | undefined,
       stored: Awaited<ReturnType<typeof oidcPayloadsRepository.find>>,
     ): AdapterPayload | undefined {
       if (!stored) return undefined;
-      const payload = stored.payload as AdapterPayload;
+      const payload = openPayload(id, stored.payload);
       return stored.consumedAt ? { ...payload, consumed: epoch(stored.consumedAt) } : payload;
     }
   };

@@ -7,18 +7,22 @@ export interface Enrollment {
   id: string;
   identityId: string;
   method: EnrollmentMethod;
-  token: string;
+  /** The token sealed with the master key; it is looked up by `token_hash` (docs/adr/0004). */
+  tokenSealed: string;
   username: string | null;
   caId: string | null;
   expiresAt: Date;
   createdAt: Date;
 }
 
+export type NewEnrollment = Omit<Enrollment, 'createdAt'> & { tokenHash: string };
+
 interface EnrollmentRow {
   id: string;
   identity_id: string;
   method: EnrollmentMethod;
-  token: string;
+  token_hash: string;
+  token_sealed: string;
   username: string | null;
   ca_id: string | null;
   expires_at: Date;
@@ -37,7 +41,7 @@ export const toEnrollment = (r: EnrollmentRow): Enrollment => ({
   id: r.id,
   identityId: r.identity_id,
   method: r.method,
-  token: r.token,
+  tokenSealed: r.token_sealed,
   username: r.username,
   caId: r.ca_id,
   expiresAt: r.expires_at,
@@ -45,13 +49,14 @@ export const toEnrollment = (r: EnrollmentRow): Enrollment => ({
 });
 
 export const enrollmentsRepository = {
-  async insert(db: Db, e: Omit<Enrollment, 'createdAt'>): Promise<Enrollment> {
+  async insert(db: Db, e: NewEnrollment): Promise<Enrollment> {
     const [row] = await db('enrollments')
       .insert({
         id: e.id,
         identity_id: e.identityId,
         method: e.method,
-        token: e.token,
+        token_hash: e.tokenHash,
+        token_sealed: e.tokenSealed,
         username: e.username,
         ca_id: e.caId,
         expires_at: e.expiresAt,
@@ -65,8 +70,8 @@ export const enrollmentsRepository = {
     return row && toEnrollment(row);
   },
 
-  async findByToken(db: Db, token: string): Promise<Enrollment | undefined> {
-    const row = await db<EnrollmentRow>('enrollments').where({ token }).first();
+  async findByTokenHash(db: Db, tokenHash: string): Promise<Enrollment | undefined> {
+    const row = await db<EnrollmentRow>('enrollments').where({ token_hash: tokenHash }).first();
     return row && toEnrollment(row);
   },
 
@@ -82,10 +87,10 @@ export const enrollmentsRepository = {
    */
   async consume(
     db: Db,
-    token: string,
+    tokenHash: string,
     only: { method?: EnrollmentMethod; validAt?: Date } = {},
   ): Promise<Enrollment | undefined> {
-    const q = db('enrollments').where({ token });
+    const q = db('enrollments').where({ token_hash: tokenHash });
     if (only.method !== undefined) q.andWhere({ method: only.method });
     if (only.validAt !== undefined) q.andWhere('expires_at', '>', only.validAt);
     const [row] = await q.delete().returning('*');
@@ -110,6 +115,26 @@ export const enrollmentsRepository = {
   async updateExpiry(db: Db, id: string, expiresAt: Date): Promise<Enrollment | undefined> {
     const [row] = await db('enrollments').where({ id }).update({ expires_at: expiresAt }).returning('*');
     return row && toEnrollment(row);
+  },
+
+  /** Rows still holding a plain token (written before migration 006). */
+  async listPlainTokens(db: Db): Promise<{ id: string; token: string }[]> {
+    return db('enrollments').whereNotNull('token').select('id', 'token');
+  },
+
+  /** Replaces one plain token by its sealed form and hash; false if another process did it first. */
+  async replacePlainToken(
+    db: Db,
+    id: string,
+    token: string,
+    protectedToken: { tokenHash: string; tokenSealed: string },
+  ): Promise<boolean> {
+    const changed = await db('enrollments').where({ id, token }).update({
+      token: null,
+      token_hash: protectedToken.tokenHash,
+      token_sealed: protectedToken.tokenSealed,
+    });
+    return changed > 0;
   },
 
   async delete(db: Db, id: string): Promise<Enrollment | undefined> {

@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { hashTokenId } from '../crypto/token-id-hash.js';
 
 /** One stored oidc-provider model instance (or one of our own rows kept beside them). */
 export interface OidcPayloadRow {
@@ -43,15 +44,23 @@ const live = (db: Db, model: string, now: Date) =>
     .where({ model })
     .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', now));
 
-/** The one table of oidc-provider's models (migrations/003_oidc.ts, oidc-provider-notes.md §6). */
+/** Null stays null: most rows have no grant. */
+const hashedOrNull = (id: string | null | undefined) => (id ? hashTokenId(id) : null);
+
+/**
+ * The one table of oidc-provider's models (migrations/003_oidc.ts, oidc-provider-notes.md §6).
+ * Ids are bearer secrets (codes, refresh tokens, session cookies, interaction ids), so `id` and
+ * `grant_id` are stored as their SHA-256 and every function here takes the raw value and hashes
+ * it (docs/adr/0004-hashed-token-ids.md): no caller can look a row up by the wrong form.
+ */
 export const oidcPayloadsRepository = {
   async upsert(db: Db, row: OidcPayloadRow): Promise<void> {
     await db('oidc_payloads')
       .insert({
         model: row.model,
-        id: row.id,
+        id: hashTokenId(row.id),
         payload: JSON.stringify(row.payload),
-        grant_id: row.grantId ?? null,
+        grant_id: hashedOrNull(row.grantId),
         user_code: row.userCode ?? null,
         uid: row.uid ?? null,
         expires_at: row.expiresAt ?? null,
@@ -62,7 +71,9 @@ export const oidcPayloadsRepository = {
   },
 
   async find(db: Db, model: string, id: string, now: Date): Promise<StoredOidcPayload | undefined> {
-    const row: Row | undefined = await live(db, model, now).andWhere({ id }).first('payload', 'consumed_at');
+    const row: Row | undefined = await live(db, model, now)
+      .andWhere({ id: hashTokenId(id) })
+      .first('payload', 'consumed_at');
     return row && toStored(row);
   },
 
@@ -90,19 +101,21 @@ export const oidcPayloadsRepository = {
   /** Marks a row consumed in ONE conditional statement; false when it was gone or already consumed. */
   async consume(db: Db, model: string, id: string, at: Date): Promise<boolean> {
     const changed = await db('oidc_payloads')
-      .where({ model, id })
+      .where({ model, id: hashTokenId(id) })
       .whereNull('consumed_at')
       .update({ consumed_at: at });
     return changed > 0;
   },
 
   async destroy(db: Db, model: string, id: string): Promise<void> {
-    await db('oidc_payloads').where({ model, id }).delete();
+    await db('oidc_payloads')
+      .where({ model, id: hashTokenId(id) })
+      .delete();
   },
 
   async deleteByGrantId(db: Db, grantId: string, model?: string): Promise<void> {
     await db('oidc_payloads')
-      .where({ grant_id: grantId })
+      .where({ grant_id: hashTokenId(grantId) })
       .modify((q) => {
         if (model !== undefined) q.andWhere({ model });
       })

@@ -22,6 +22,7 @@ import { createEnrollmentService } from './enrollment-service.js';
 import { createIdentityService } from './identity-service.js';
 import { createAuthenticatorService } from './authenticator-service.js';
 import { createEnrollmentCompletion } from './enrollment-completion.js';
+import { createEnrollmentTokens } from './enrollment-tokens.js';
 import { createPolicyService } from './policy-service.js';
 import { createSignerService } from './signer-service.js';
 import { createCaService } from './ca-service.js';
@@ -77,15 +78,24 @@ export async function createServices({ config, database, box, pki, logger }: Ser
       return `https://${listener?.addresses[0] ?? config.address}`;
     },
   });
-  const identityView = createIdentityView({ signEnrollmentJwt });
+  const enrollmentTokens = createEnrollmentTokens(box);
+  const sealedTokens = await enrollmentTokens.protectPlainTokens(knex);
+  if (sealedTokens > 0) logger.info({ enrollments: sealedTokens }, 'sealed plain enrollment tokens');
+  const identityView = createIdentityView({ signEnrollmentJwt, tokens: enrollmentTokens });
   const enrollments = createEnrollmentService({
     knex,
     enrollmentDuration: config.edge?.enrollment.duration ?? 10_800,
     signJwt: signEnrollmentJwt,
+    tokens: enrollmentTokens,
   });
   const identities = createIdentityService({ knex, revocations, enrollments, view: identityView });
   const authenticators = createAuthenticatorService({ knex });
-  const enroll = createEnrollmentCompletion({ knex, pki, trustDomain: config.pki.trustDomain });
+  const enroll = createEnrollmentCompletion({
+    knex,
+    pki,
+    trustDomain: config.pki.trustDomain,
+    tokens: enrollmentTokens,
+  });
   const totp = createTotpService({ knex, box, issuer: config.edge?.totp.issuer ?? 'svc' });
   const secondFactors = createSecondFactors({ totp, extJwt: extJwtMethod, findSigner: signerCache.get });
 

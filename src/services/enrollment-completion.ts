@@ -19,6 +19,7 @@ import {
 } from '../repositories/enrollments-repository.js';
 import { createCaAutoEnrollment } from './ca-auto-enrollment.js';
 import { withConstraintErrors } from './constraint-errors.js';
+import type { EnrollmentTokens } from './enrollment-tokens.js';
 import { passwordRuleViolation } from './password-rules.js';
 import type { PkiMaterial } from './pki-service.js';
 
@@ -27,6 +28,7 @@ export interface EnrollmentCompletionDeps {
   pki: Pick<PkiMaterial, 'signingCa'>;
   /** SPIFFE trust domain of the URI SAN that names the identity (`config.pki.trustDomain`). */
   trustDomain: string;
+  tokens: Pick<EnrollmentTokens, 'lookupHash'>;
   now?: () => Date;
 }
 
@@ -45,18 +47,21 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
   const { knex } = deps;
   const now = deps.now ?? (() => new Date());
 
-  async function pending(token: string, method: EnrollmentMethod): Promise<Enrollment> {
-    const enrollment = await enrollmentsRepository.findByToken(knex, token);
+  type Pending = Enrollment & { tokenHash: string };
+
+  async function pending(token: string, method: EnrollmentMethod): Promise<Pending> {
+    const tokenHash = deps.tokens.lookupHash(token);
+    const enrollment = await enrollmentsRepository.findByTokenHash(knex, tokenHash);
     if (!enrollment) throw new AppError('INVALID_ENROLLMENT_TOKEN');
     if (enrollment.method !== method) throw new AppError('INVALID_ENROLL_METHOD');
     if (enrollment.expiresAt <= now()) throw new AppError('ENROLLMENT_EXPIRED');
-    return enrollment;
+    return { ...enrollment, tokenHash };
   }
 
-  async function consumeInto(e: Enrollment, credential: Credential): Promise<void> {
+  async function consumeInto(e: Pending, credential: Credential): Promise<void> {
     await withConstraintErrors(() =>
       knex.transaction(async (trx) => {
-        const consumed = await enrollmentsRepository.consume(trx, e.token, {
+        const consumed = await enrollmentsRepository.consume(trx, e.tokenHash, {
           method: e.method,
           validAt: now(),
         });

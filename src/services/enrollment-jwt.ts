@@ -2,7 +2,8 @@ import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { jwtVerify, SignJWT } from 'jose';
 import { certFingerprint } from '../crypto/certificates.js';
 import { firstPemBlock } from '../crypto/pem-blocks.js';
-import type { Enrollment, EnrollmentMethod } from '../repositories/enrollments-repository.js';
+import type { EnrollmentMethod } from '../repositories/enrollments-repository.js';
+import type { OpenEnrollment } from './enrollment-tokens.js';
 
 /** The claims of decisions.md §3; `jti` is the enrollment token itself. */
 export interface EnrollmentClaims {
@@ -50,7 +51,7 @@ export function createEnrollmentJwtSigner({ server, issuer }: EnrollmentJwtDeps)
   const alg = jwsAlgorithmFor(key);
   const kid = certFingerprint(server.certPem);
 
-  return async function signEnrollmentJwt(enrollment: Enrollment): Promise<string> {
+  return async function signEnrollmentJwt(enrollment: OpenEnrollment): Promise<string> {
     return (
       new SignJWT({ em: enrollment.method })
         .setProtectedHeader({ alg, kid, typ: 'JWT' })

@@ -14,12 +14,14 @@ import {
 } from '../repositories/enrollments-repository.js';
 import type { EnrollmentCreateInput } from '../schemas/enrollment-schemas.js';
 import { withConstraintErrors } from './constraint-errors.js';
+import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
 
 export interface EnrollmentServiceDeps {
   knex: Knex;
   /** `edge.enrollment.duration` in seconds (default 180m, decisions.md §3). */
   enrollmentDuration: number;
-  signJwt: (enrollment: Enrollment) => Promise<string>;
+  signJwt: (enrollment: OpenEnrollment) => Promise<string>;
+  tokens: Pick<EnrollmentTokens, 'protect' | 'open'>;
   now?: () => Date;
 }
 
@@ -84,14 +86,15 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
       id: newId(),
       identityId: spec.identityId,
       method: spec.method,
-      token: newToken(),
+      ...deps.tokens.protect(newToken()),
       username: spec.method === 'updb' ? (spec.username ?? null) : null,
       caId: spec.method === 'ottca' ? (spec.caId ?? null) : null,
       expiresAt,
     });
   }
 
-  async function view(e: Enrollment) {
+  async function view(stored: Enrollment) {
+    const e = deps.tokens.open(stored);
     return {
       id: e.id,
       identityId: e.identityId,

@@ -5,12 +5,15 @@ import { authenticatorsRepository, type Authenticator } from '../repositories/au
 import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { enrollmentsRepository, type Enrollment } from '../repositories/enrollments-repository.js';
+import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
 
 /** Signs the enrollment JWT shown in identity details (the enrollment service provides it). */
-export type EnrollmentJwtSigner = (enrollment: Enrollment) => Promise<string>;
+export type EnrollmentJwtSigner = (enrollment: OpenEnrollment) => Promise<string>;
 
 export interface IdentityViewDeps {
   signEnrollmentJwt: EnrollmentJwtSigner;
+  /** Opens the sealed token: admins may fetch it again from the identity detail. */
+  tokens: Pick<EnrollmentTokens, 'open'>;
   now?: () => Date;
 }
 
@@ -23,9 +26,14 @@ function authenticatorsView(list: Authenticator[]) {
   return view;
 }
 
-async function enrollmentView(list: Enrollment[], sign: EnrollmentJwtSigner) {
+async function enrollmentView(
+  list: Enrollment[],
+  sign: EnrollmentJwtSigner,
+  tokens: IdentityViewDeps['tokens'],
+) {
   const view: Record<string, unknown> = {};
-  for (const e of list) {
+  for (const stored of list) {
+    const e = tokens.open(stored);
     view[e.method] = {
       id: e.id,
       token: e.token,
@@ -39,7 +47,7 @@ async function enrollmentView(list: Enrollment[], sign: EnrollmentJwtSigner) {
 }
 
 /** The identity detail of decisions.md §3, for a page of identities at once. */
-export function createIdentityView({ signEnrollmentJwt, now = () => new Date() }: IdentityViewDeps) {
+export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new Date() }: IdentityViewDeps) {
   return async function viewIdentities(db: Db, identities: Identity[]) {
     const ids = identities.map((i) => i.id);
     const [roles, authenticators, enrollments, mfa, sessions] = await Promise.all([
@@ -68,6 +76,7 @@ export function createIdentityView({ signEnrollmentJwt, now = () => new Date() }
         enrollment: await enrollmentView(
           enrollments.filter((e) => e.identityId === i.id),
           signEnrollmentJwt,
+          tokens,
         ),
         createdAt: i.createdAt.toISOString(),
         updatedAt: i.updatedAt.toISOString(),

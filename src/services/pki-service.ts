@@ -99,7 +99,7 @@ export async function ensurePki(o: PkiOptions): Promise<PkiMaterial> {
 
 function writePemFiles(dataDir: string, rootPem: string, m: PkiMaterial): void {
   const dir = join(dataDir, 'pki');
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeFileSync(join(dir, 'ca.pem'), m.caBundlePem);
   writeFileSync(join(dir, 'root-ca.pem'), rootPem);
   writeFileSync(join(dir, 'signing-ca.pem'), m.signingCa.certPem);

@@ -125,7 +125,7 @@ describe('enrollment JWTs and completing enrollments', () => {
     const pending = await pendingEnrollment(api, 'updb-expired', { updb: 'updb-expired' });
     await server.app
       .knex('enrollments')
-      .where({ token: pending.token })
+      .where({ identity_id: pending.identityId })
       .update({ expires_at: new Date(Date.now() - 60_000) });
 
     const res = await enrollUpdb(pending.token, 'some password');

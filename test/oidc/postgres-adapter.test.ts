@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createPostgresAdapter } from '../../src/oidc/postgres-adapter.js';
 import { oidcPayloadsRepository } from '../../src/repositories/oidc-payloads-repository.js';
+import { hashTokenId } from '../../src/crypto/token-id-hash.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 describe('the oidc-provider adapter over oidc_payloads (oidc-provider-notes.md ยง6)', () => {
@@ -48,7 +49,7 @@ describe('the oidc-provider adapter over oidc_payloads (oidc-provider-notes.md ย
 
     expect(expired).toBeUndefined();
     expect(await tokens.find('rt-live')).toBeUndefined();
-    expect(await codes.find('code-2')).toEqual({ grantId: 'g-2' });
+    expect(await codes.find('code-2')).toEqual({ grantId: 'g-2', jti: 'code-2' });
   });
 
   test('destroying a Grant reports it (its API session is revoked there); findByUid takes the newest', async () => {
@@ -63,6 +64,25 @@ describe('the oidc-provider adapter over oidc_payloads (oidc-provider-notes.md ย
     expect(destroyedGrants).toEqual(['grant-x']);
     expect(await grants.find('grant-x')).toBeUndefined();
     expect((await sessions.findByUid('same-uid'))!.accountId).toBe('new');
+  });
+
+  test('a row is keyed by the hash of its id and its payload holds no copy of it; find restores them', async () => {
+    const interactions = new Adapter('Interaction');
+    const id = 'interaction-id-0123456789abcdef';
+    const returnTo = `https://issuer.example/oidc/auth/${id}`;
+    await interactions.upsert(
+      id,
+      { jti: id, returnTo, session: { uid: 'sid-1', cookie: 'session-cookie-secret', accountId: 'a' } },
+      60,
+    );
+
+    const rows = await server.app.knex('oidc_payloads').where({ model: 'Interaction' });
+    const found = await interactions.find(id);
+
+    expect(JSON.stringify(rows)).not.toContain(id);
+    expect(JSON.stringify(rows)).not.toContain('session-cookie-secret');
+    expect(rows.map((r) => r.id)).toEqual([hashTokenId(id)]);
+    expect(found).toEqual({ jti: id, returnTo, session: { uid: 'sid-1', accountId: 'a' } });
   });
 
   test('the janitor deletes expired rows in bounded batches', async () => {

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { resumeCookieHeader, signCookie } from '../../src/oidc/resume-in-process.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { startAuthorization } from '../helpers/oidc-client.js';
+import { oidcPayloadsRepository } from '../../src/repositories/oidc-payloads-repository.js';
+import { openPayload } from '../../src/oidc/stored-payload.js';
 
 /**
  * The in-process resume (src/oidc/resume-in-process.ts) emulates what a browser would send back to
@@ -44,12 +46,12 @@ describe('contract: oidc-provider internals behind the in-process resume', () =>
   test('the provider derives the /oidc mount from originalUrl: the stored returnTo keeps the prefix', async () => {
     const started = await startAuthorization(server.client);
 
-    const row = await server.app
-      .knex('oidc_payloads')
-      .where({ model: 'Interaction', id: started.authRequestId })
-      .first();
+    const id = started.authRequestId;
+    const row = await oidcPayloadsRepository.find(server.app.knex, 'Interaction', id, new Date());
 
-    expect(row.payload.returnTo).toBe(`${server.url}/oidc/authorization/${started.authRequestId}`);
+    expect(openPayload(id, row!.payload).returnTo).toBe(
+      `${server.url}/oidc/authorization/${started.authRequestId}`,
+    );
   });
 
   test('the resume route needs that signed cookie: none or a bad signature is refused, ours is accepted', async () => {
