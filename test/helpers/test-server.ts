@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createHttpsClient, type ClientOptions, type HttpsClient } from './https-client.js';
@@ -33,6 +33,8 @@ export interface TestServerOptions {
   /** Reuse a database (a second process on the same PostgreSQL). */
   databaseUrl?: string;
   dataDir?: string;
+  /** Receives the controller's logs (default: silent, or TEST_LOG_LEVEL). */
+  logger?: Logger;
 }
 
 /** The whole controller on an ephemeral port over real HTTPS, with its own database. */
@@ -55,7 +57,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     },
     overrides: options.overrides,
   });
-  const app = await createApp(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }) });
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const app = await createApp(config, { logger });
   const url = app.listeners[0]!.urls.find((u) => u.includes('127.0.0.1')) ?? app.listeners[0]!.urls[0]!;
   const ca = app.pki.caBundlePem;
   const clients: HttpsClient[] = [];
