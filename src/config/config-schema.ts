@@ -110,7 +110,14 @@ export const configSchema = z.object({
     .prefault({}),
   edge: edgeSchema.optional(),
   rateLimits: z
-    .object({ enabled: bool(true), perSecond: int(20, 1, 1_000_000), burst: int(200, 1, 10_000_000) })
+    .object({
+      enabled: bool(true),
+      perSecond: int(20, 1, 1_000_000),
+      burst: int(200, 1, 10_000_000),
+      // GET /oidc/authorization stores an auth request per call, so it has a budget of its own.
+      authorizationPerSecond: int(10, 1, 1_000_000),
+      authorizationBurst: int(100, 1, 10_000_000),
+    })
     .prefault({}),
   metrics: z.object({ enabled: bool(true) }).prefault({}),
   web: z.array(webListener).min(1).optional(),

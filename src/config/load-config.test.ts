@@ -27,7 +27,13 @@ describe('configuration sources', () => {
       keyRotationGrace: 600,
     });
     expect(c.edge?.enrollment.duration).toBe(180 * 60);
-    expect(c.rateLimits).toEqual({ enabled: true, perSecond: 20, burst: 200 });
+    expect(c.rateLimits).toEqual({
+      enabled: true,
+      perSecond: 20,
+      burst: 200,
+      authorizationPerSecond: 10,
+      authorizationBurst: 100,
+    });
     expect(c.warnings).toEqual([]);
   });
 

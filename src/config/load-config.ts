@@ -48,6 +48,8 @@ const SCALAR_PATHS = [
   'rateLimits.enabled',
   'rateLimits.perSecond',
   'rateLimits.burst',
+  'rateLimits.authorizationPerSecond',
+  'rateLimits.authorizationBurst',
   'metrics.enabled',
   'tls.cert',
   'tls.key',

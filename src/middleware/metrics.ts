@@ -8,22 +8,33 @@ interface Series {
   buckets: number[];
 }
 
+interface MatchedLayer {
+  path: unknown;
+  methods: string[];
+}
+
 /**
- * Prometheus metrics kept in memory per process: requests by listener, method, route family and
- * status, their latency histogram, and process gauges. Paths are reduced to families so ids and
- * tokens never become label values.
+ * The route label: the template of the route that answered (`/edge/management/v1/identities/:id`,
+ * from @koa/router's `ctx.matched`, skipping `use` layers such as input checks and rate limits),
+ * or the name a dispatcher gave in `ctx.state.routeTemplate` (oidc-provider's endpoints), else
+ * `unmatched`. Templates come from code, so the set of series is fixed whatever paths clients
+ * send, and ids and tokens never become label values.
+ */
+export function routeLabelOf(ctx: Context): string {
+  const named = (ctx.state as { routeTemplate?: unknown }).routeTemplate;
+  if (typeof named === 'string') return named;
+  const layers = (ctx as Context & { matched?: MatchedLayer[] }).matched ?? [];
+  const route = layers.findLast((l) => l.methods.includes(ctx.method) && typeof l.path === 'string');
+  return route ? (route.path as string) : 'unmatched';
+}
+
+/**
+ * Prometheus metrics kept in memory per process: requests by listener, method, route template
+ * and status, their latency histogram, and process gauges.
  */
 export function createMetrics() {
   const series = new Map<string, Series>();
   const started = Date.now();
-
-  const family = (path: string) => {
-    const m =
-      /^\/(edge\/(?:client|management)\/v1\/[a-z-]+|oidc\/[a-z_-]+|health\/[a-z]+|\.well-known|metrics)/.exec(
-        path,
-      );
-    return m ? `/${m[1]}` : 'other';
-  };
 
   return {
     middleware(listener: string) {
@@ -33,7 +44,7 @@ export function createMetrics() {
           await next();
         } finally {
           const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-          const key = `listener="${listener}",method="${ctx.method}",route="${family(ctx.path)}",status="${ctx.status}"`;
+          const key = `listener="${listener}",method="${ctx.method}",route="${routeLabelOf(ctx)}",status="${ctx.status}"`;
           const s = series.get(key) ?? { count: 0, sum: 0, buckets: BUCKETS.map(() => 0) };
           s.count += 1;
           s.sum += seconds;

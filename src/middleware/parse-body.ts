@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
-import { AppError } from '../errors/app-error.js';
+import { AppError, validationError } from '../errors/app-error.js';
+import { checkInput } from './check-input.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 const LIMIT = '1mb';
@@ -12,7 +13,9 @@ function hasBody(ctx: Context): boolean {
 
 /**
  * JSON or form bodies only (415 otherwise), at most 1 MiB (413), on DELETE too
- * (decisions.md §2). koa-body's own limits (56 KB form default) are raised to match.
+ * (decisions.md §2). koa-body's own limits (56 KB form default) are raised to match. Every
+ * parsed body passes `checkInput` here, once, so no route sees control characters or hostile
+ * nesting (400 COULD_NOT_VALIDATE).
  */
 export function parseBody(extraTypes: string[] = []) {
   const parser = koaBody({
@@ -41,13 +44,20 @@ export function parseBody(extraTypes: string[] = []) {
       if (ctx.is(...extraTypes) && extraTypes.length > 0) {
         // koa-body parses text/* only; other textual types (application/x-pem-file) are read raw.
         ctx.request.body = await readText(ctx);
+        refuseBadInput(ctx.request.body);
         return next();
       }
     }
     await parser(ctx, async () => undefined);
     if (ctx.request.body === undefined) ctx.request.body = {};
+    refuseBadInput(ctx.request.body);
     return next();
   };
+}
+
+function refuseBadInput(body: unknown): void {
+  const problem = checkInput(body);
+  if (problem) throw validationError(problem.field ?? 'body', problem.reason);
 }
 
 function toBodyError(err: Error & { status?: number; type?: string }): AppError {

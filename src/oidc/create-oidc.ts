@@ -4,7 +4,6 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Identity } from '../repositories/identities-repository.js';
-import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { createKeyService } from '../services/keys/key-service.js';
 import { createKeyWatcher } from '../services/keys/key-watcher.js';
 import type { RevocationService } from '../services/revocation-service.js';
@@ -18,6 +17,7 @@ import { createEndSession } from './end-session.js';
 import { createIssuerRegistry, providerCallback, type IssuerSpec } from './issuer-registry.js';
 import { createLoginFlow, type OutstandingFactors } from './login-flow.js';
 import { createOidcDispatch } from './oidc-dispatch.js';
+import { startOidcJanitor } from './oidc-janitor.js';
 import { createOidcSessions } from './oidc-sessions.js';
 import { createPostgresAdapter } from './postgres-adapter.js';
 import { createTokenVerifier } from './token-verifier.js';
@@ -41,10 +41,6 @@ export interface OidcDeps {
   outstandingFactors?: OutstandingFactors;
 }
 
-const JANITOR_MS = 60_000;
-// Consumed codes and refresh tokens stay until they expire (replay detection); then a margin.
-const EXPIRED_MARGIN_MS = 5 * 60_000;
-
 /** Every `edge-oidc` bind-point address with its URI patterns (decisions.md §5, spec 5.5). */
 function issuerSpecs(config: Config): IssuerSpec[] {
   return config.listeners.flatMap((listener) => {
@@ -53,20 +49,6 @@ function issuerSpecs(config: Config): IssuerSpec[] {
     const postLogoutUris = postLogoutPatternsFor(config, listener);
     return listener.addresses.map((address) => ({ address, redirectUris, postLogoutUris }));
   });
-}
-
-function janitor(knex: Knex, logger: Logger) {
-  const timer = setInterval(() => {
-    void (async () => {
-      // Bounded batches: at most 10 × 500 rows per minute, never one long delete.
-      for (let i = 0; i < 10; i++) {
-        const n = await oidcPayloadsRepository.deleteExpired(knex, new Date(Date.now() - EXPIRED_MARGIN_MS));
-        if (n < 500) break;
-      }
-    })().catch((err: unknown) => logger.warn({ err }, 'oidc clean-up failed'));
-  }, JANITOR_MS);
-  timer.unref();
-  return () => clearInterval(timer);
 }
 
 interface RegistryDeps {
@@ -154,7 +136,7 @@ export async function createOidc(deps: OidcDeps) {
     logger,
   });
   await watcher.start();
-  const stopJanitor = janitor(knex, logger);
+  const stopJanitor = startOidcJanitor(knex, logger);
 
   return {
     registry,

@@ -8,16 +8,28 @@ import { OIDC_MOUNT, withoutCookie } from './resume-in-process.js';
 const ROOT_DISCOVERY = '/.well-known/openid-configuration';
 /**
  * The provider endpoints we expose and their methods; everything else under /oidc is ours or a
- * JSON 404, and a wrong method a JSON 405 (the provider itself would answer text/plain).
+ * JSON 404, and a wrong method a JSON 405 (the provider itself would answer text/plain). The
+ * template names the endpoint in metrics, never the raw path.
  */
-const PROVIDER_ROUTES: [RegExp, string[]][] = [
-  [/^\/oidc\/authorization(\/[A-Za-z0-9_-]{1,128})?$/, ['GET', 'HEAD']],
-  [/^\/oidc\/(token|revoke)$/, ['POST']],
+const PROVIDER_ROUTES: [RegExp, string[], string][] = [
+  [/^\/oidc\/authorization$/, ['GET', 'HEAD'], '/oidc/authorization'],
+  [/^\/oidc\/authorization\/[A-Za-z0-9_-]{1,128}$/, ['GET', 'HEAD'], '/oidc/authorization/:uid'],
+  [/^\/oidc\/token$/, ['POST'], '/oidc/token'],
+  [/^\/oidc\/revoke$/, ['POST'], '/oidc/revoke'],
+  [/^\/oidc\/keys$/, ['GET', 'HEAD'], '/oidc/keys'],
+  [/^\/oidc\/\.well-known\/openid-configuration$/, ['GET', 'HEAD'], '/oidc/.well-known/openid-configuration'],
   [
-    /^\/oidc\/(keys|\.well-known\/openid-configuration|\.well-known\/oauth-authorization-server)$/,
+    /^\/oidc\/\.well-known\/oauth-authorization-server$/,
     ['GET', 'HEAD'],
+    '/oidc/.well-known/oauth-authorization-server',
   ],
 ];
+
+/** The provider endpoint's template for metrics, before anything (a rate limit) answers. */
+function providerTemplateOf(path: string): string | undefined {
+  if (path === ROOT_DISCOVERY) return ROOT_DISCOVERY;
+  return PROVIDER_ROUTES.find(([pattern]) => pattern.test(path))?.[2];
+}
 
 function checkProviderRoute(ctx: Context): void {
   const route = PROVIDER_ROUTES.find(([path]) => path.test(ctx.path));
@@ -111,6 +123,7 @@ export function createOidcDispatch(registry: IssuerRegistry, ours: Middleware): 
     const entry = registry.pick(ctx.req.headers.host);
     if (!entry) throw new AppError('NOT_FOUND', { message: 'no OIDC issuer is served at this address' });
     ctx.state.oidcIssuer = entry;
+    ctx.state.routeTemplate = providerTemplateOf(ctx.path);
     await ours(ctx, () => dispatch(ctx, entry));
   };
 }

@@ -17,6 +17,14 @@ export interface PostgresAdapterDeps {
 const epoch = (d: Date) => Math.floor(d.getTime() / 1000);
 
 /**
+ * Every id, uid and user code the provider generates is short printable ASCII; client ids are
+ * ours. Anything else came from a client (a code, token or client_id parameter) and names no row,
+ * so it is not looked up at all: PostgreSQL would refuse a NUL with an error instead of a miss.
+ */
+const PLAUSIBLE_KEY = /^[\x21-\x7e]{1,512}$/;
+const plausible = (key: unknown): key is string => typeof key === 'string' && PLAUSIBLE_KEY.test(key);
+
+/**
  * oidc-provider's adapter over one table shared by every Provider (notes §6). `consume` is one
  * conditional UPDATE that fails the loser, so of N parallel redemptions exactly one wins. Every
  * model's id is stored only as its hash and never inside its payload (docs/adr/0004).
@@ -42,14 +50,17 @@ export function createPostgresAdapter({
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
+      if (!plausible(id)) return undefined;
       return this.reply(id, await oidcPayloadsRepository.find(knex, this.model, id, now()));
     }
 
     async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+      if (!plausible(uid)) return undefined;
       return this.reply(undefined, await oidcPayloadsRepository.findByUid(knex, this.model, uid, now()));
     }
 
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+      if (!plausible(userCode)) return undefined;
       return this.reply(
         undefined,
         await oidcPayloadsRepository.findByUserCode(knex, this.model, userCode, now()),

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { RouteDeps } from './route-deps.js';
 import { rateLimit } from '../middleware/rate-limit.js';
+import { checkQuery } from '../middleware/check-input.js';
 import { authenticateRoutes, currentIdentityRoutes, currentSessionRoutes } from './authenticate-routes.js';
 import { mfaRoutes } from './mfa-routes.js';
 import { identityRoutes } from './identity-routes.js';
@@ -16,6 +17,7 @@ import { specRoutes } from './spec-routes.js';
 /** The edge-client and edge-management routers (`/edge/{client,management}/v1`). */
 export function edgeRouters(deps: RouteDeps): { client: Router; management: Router } {
   const client = new Router({ prefix: '/edge/client/v1' });
+  client.use(checkQuery);
   client.use(['/authenticate', '/enroll'], rateLimit(deps.loginLimiter));
   authenticateRoutes(client, deps);
   currentIdentityRoutes(client, deps);
@@ -26,6 +28,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   specRoutes(client, 'client', deps);
 
   const management = new Router({ prefix: '/edge/management/v1' });
+  management.use(checkQuery);
   management.use('/authenticate', rateLimit(deps.loginLimiter));
   authenticateRoutes(management, deps);
   currentIdentityRoutes(management, deps);

@@ -35,6 +35,8 @@ export interface RouteDeps {
   extJwtMethod: ExtJwtMethod;
   /** Per-address limit on login, authenticate, enroll and token endpoints (decisions §7). */
   loginLimiter: RateLimiter;
+  /** Per-address limit on `GET /oidc/authorization`, which stores an auth request per call. */
+  authorizationLimiter: RateLimiter;
   /** The OIDC provider, login flow, token verifier and signing keys (engineer D); absent without `edge`. */
   oidc?: Oidc;
   /** Second-factor steps of the OIDC login: TOTP, enrollment, auth queries (engineer F); with `oidc`. */

@@ -124,6 +124,11 @@ export async function createServices({ config, database, box, pki, logger }: Ser
     certMethod,
     extJwtMethod,
     loginLimiter: createRateLimiter(config.rateLimits),
+    authorizationLimiter: createRateLimiter({
+      enabled: config.rateLimits.enabled,
+      perSecond: config.rateLimits.authorizationPerSecond,
+      burst: config.rateLimits.authorizationBurst,
+    }),
     findIdentity: (id) => identitiesRepository.findById(knex, id),
   };
 

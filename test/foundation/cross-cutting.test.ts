@@ -61,7 +61,7 @@ describe('rate limits, CORS and metrics', () => {
     expect(res.text).toMatch(
       /svc_http_requests_total\{listener="default",method="GET",route="\/health\/live",status="200"\} \d+/,
     );
-    expect(res.text).toContain('route="/edge/management/v1/identities"');
+    expect(res.text).toContain('route="/edge/management/v1/identities/:id"');
     expect(res.text).not.toContain('some-secret-id');
     expect(res.text).toMatch(/process_resident_memory_bytes \d+/);
   });

@@ -85,6 +85,22 @@ describe('the oidc-provider adapter over oidc_payloads (oidc-provider-notes.md Â
     expect(found).toEqual({ jti: id, returnTo, session: { uid: 'sid-1', accountId: 'a' } });
   });
 
+  test('ids with control characters or of no plausible shape are simply not found', async () => {
+    const codes = new Adapter('AuthorizationCode');
+    const sessions = new Adapter('Session');
+
+    const found = await Promise.all([
+      codes.find('abc\u0000def'),
+      codes.find('tab\there'),
+      codes.find('x'.repeat(4096)),
+      codes.find(''),
+      sessions.findByUid('u\u0000'),
+      new Adapter('DeviceCode').findByUserCode('c\u0000'),
+    ]);
+
+    expect(found).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
+  });
+
   test('the janitor deletes expired rows in bounded batches', async () => {
     const past = new Date(Date.now() - 3600_000);
     const rows = Array.from({ length: 1200 }, (_, i) => ({

@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { pino } from 'pino';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import {
+  DEFAULT_REDIRECT_URI,
+  authorizationPath,
+  newPkce,
+  startAuthorization,
+} from '../helpers/oidc-client.js';
+import type { TestResponse } from '../helpers/https-client.js';
+
+/** Every log line the controller writes, parsed, so a test can ask whether an error was logged. */
+function capturingLogger() {
+  const lines: { level: number; msg?: string }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return { logger, errors: () => lines.filter((l) => l.level >= 50) };
+}
+
+const nested = (levels: number) => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
+
+describe('hostile input at the edge: control characters and deep nesting (docs/operations.md)', () => {
+  let server: TestServer;
+  let log: ReturnType<typeof capturingLogger>;
+  let token: string;
+  beforeAll(async () => {
+    log = capturingLogger();
+    server = await startTestServer({ logger: log.logger });
+    token = await server.adminToken();
+  });
+  afterAll(() => server.close());
+
+  const expectEdgeError = (res: TestResponse, field?: string) => {
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: {
+        code: 'COULD_NOT_VALIDATE',
+        message: expect.any(String),
+        cause: { field: field ?? expect.any(String), reason: expect.any(String) },
+        requestId: expect.any(String),
+      },
+      meta: { apiVersion: '1' },
+    });
+  };
+
+  const expectOauthError = (res: TestResponse, error: string) => {
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(expect.objectContaining({ error, error_description: expect.any(String) }));
+  };
+
+  test('NUL in a login body, the auth-queries query or the TOTP step is 400 COULD_NOT_VALIDATE, never logged as an error', async () => {
+    const started = await startAuthorization(server.client, { method: 'password' });
+
+    const responses = {
+      loginJson: await server.client.post('/oidc/login/username', { body: { authRequestId: 'abc\u0000' } }),
+      loginForm: await server.client.post('/oidc/login/password', {
+        form: { authRequestId: started.authRequestId, username: 'u\u0000', password: 'p' },
+      }),
+      loginQuery: await server.client.get('/oidc/login/username?authRequestID=a%00b'),
+      authQueries: await server.client.get('/oidc/login/auth-queries?id=a%00b'),
+      totp: await server.client.post('/oidc/login/totp', { body: { id: 'abc\u0000', code: '123456' } }),
+      totpPage: await server.client.get('/oidc/login/totp?id=a%00b'),
+    };
+
+    expectEdgeError(responses.loginJson, 'authRequestId');
+    expectEdgeError(responses.loginForm, 'username');
+    expectEdgeError(responses.loginQuery, 'authRequestID');
+    expectEdgeError(responses.authQueries, 'id');
+    expectEdgeError(responses.totp, 'id');
+    expectEdgeError(responses.totpPage, 'id');
+    expect(log.errors()).toEqual([]);
+  });
+
+  test('other C0 controls are refused too, while TAB, LF and CR pass through to validation', async () => {
+    const api = (body: unknown) =>
+      server.client.post('/edge/management/v1/identities', {
+        body,
+        headers: { 'svc-session': token },
+      });
+
+    const bell = await api({ name: 'bell\u0007', isAdmin: false });
+    const escapeInKey = await api({ name: 'k', isAdmin: false, tags: { 'a\u001b': 'x' } });
+    const query = await server.client.get('/edge/management/v1/identities?filter=name%20%3D%20%22a%01%22', {
+      headers: { 'svc-session': token },
+    });
+    const whitespace = await api({ name: 'ws', isAdmin: false, tags: { k: 'line\r\nnext\ttab' } });
+
+    expectEdgeError(bell, 'name');
+    expectEdgeError(escapeInKey, 'tags');
+    expectEdgeError(query, 'filter');
+    expect(whitespace.status).toBe(201);
+    expect(log.errors()).toEqual([]);
+  });
+
+  test('NUL in a code, refresh token, client id or revoked token gets the OAuth answer for an unknown value', async () => {
+    const pkce = newPkce();
+    const form = (extra: Record<string, string>) => ({ client_id: 'svc', ...extra });
+
+    const code = await server.client.post('/oidc/token', {
+      form: form({
+        grant_type: 'authorization_code',
+        code: 'abc\u0000def',
+        redirect_uri: DEFAULT_REDIRECT_URI,
+        code_verifier: pkce.verifier,
+      }),
+    });
+    const refresh = await server.client.post('/oidc/token', {
+      form: form({ grant_type: 'refresh_token', refresh_token: 'a\u0000b' }),
+    });
+    const client = await server.client.post('/oidc/token', {
+      form: { grant_type: 'refresh_token', refresh_token: 'x', client_id: 's\u0000vc' },
+    });
+    const revoke = await server.client.post('/oidc/revoke', { form: form({ token: 'a\u0000b' }) });
+    const revokeHint = await server.client.post('/oidc/revoke', {
+      form: form({ token: 'a\u0000b', token_type_hint: 'refresh_token' }),
+    });
+
+    expectOauthError(code, 'invalid_grant');
+    expectOauthError(refresh, 'invalid_grant');
+    expect([400, 401]).toContain(client.status);
+    expect(client.body.error).toMatch(/^invalid_(client|request)$/);
+    // RFC 7009 §2.2: an unknown token is answered like a revoked one.
+    expect(revoke.status).toBe(200);
+    expect(revokeHint.status).toBe(200);
+    expect(log.errors()).toEqual([]);
+  });
+
+  test('NUL in an authorization request parameter is 400 invalid_request before the provider stores it', async () => {
+    const pkce = newPkce();
+    const path = authorizationPath({ method: 'password' }, pkce, 'st\u0000ate', 'nonce');
+
+    const res = await server.client.get(path);
+    const resume = await server.client.get('/oidc/authorization/abc?x=%00');
+
+    expectOauthError(res, 'invalid_request');
+    expect(resume.status).toBeGreaterThanOrEqual(400);
+    expect(resume.status).toBeLessThan(500);
+    expect(log.errors()).toEqual([]);
+  });
+
+  test('JSON nested deeper than 32 levels is 400 on field body; 32 levels reach validation', async () => {
+    const post = (text: string) =>
+      server.client.post('/edge/management/v1/identities', {
+        body: text,
+        headers: { 'svc-session': token, 'content-type': 'application/json' },
+      });
+
+    const deepest = await post(nested(10_000));
+    const over = await post(nested(33));
+    const deepArray = await post(
+      `{"name":"n","isAdmin":false,"roleAttributes":${'['.repeat(40)}${']'.repeat(40)}}`,
+    );
+    const limit = await post(nested(32));
+
+    expectEdgeError(deepest, 'body');
+    expectEdgeError(over, 'body');
+    expectEdgeError(deepArray, 'body');
+    expect(limit.status).toBe(400);
+    expect(limit.body.error.code).toBe('COULD_NOT_VALIDATE');
+    expect(limit.body.error.cause.field).not.toBe('body');
+    expect(log.errors()).toEqual([]);
+  });
+});

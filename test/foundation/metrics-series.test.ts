@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+
+const random = () => randomBytes(6).toString('hex');
+
+describe('metric series are labelled by route template, never by the raw path', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  const seriesIn = (text: string) => text.split('\n').filter((l) => l.startsWith('svc_http_requests_total{'));
+
+  test('random paths and ids add a small constant number of series', async () => {
+    const before = seriesIn((await server.client.get('/metrics')).text);
+    const token = await server.adminToken();
+    const paths = [
+      (s: string) => `/${s}`,
+      (s: string) => `/edge/management/v1/${s}`,
+      (s: string) => `/edge/client/v1/${s}/x`,
+      (s: string) => `/oidc/${s}`,
+      (s: string) => `/health/${s}`,
+    ];
+
+    const sent: string[] = [];
+    for (let i = 0; i < 80; i++) {
+      const s = random();
+      sent.push(s);
+      const res = await server.client.request(i % 2 ? 'GET' : 'POST', paths[i % paths.length]!(s));
+      expect(res.status).toBe(404);
+    }
+    for (let i = 0; i < 20; i++) {
+      const id = random();
+      sent.push(id);
+      const res = await server.client.get(`/edge/management/v1/identities/${id}`, {
+        headers: i % 2 ? { 'svc-session': token } : {},
+      });
+      expect([401, 404]).toContain(res.status);
+    }
+    const metrics = await server.client.get('/metrics');
+    const after = seriesIn(metrics.text);
+
+    // 404 unmatched (GET, POST), identities/:id (401, 404), /metrics, the admin login.
+    expect(after.length - before.length).toBeLessThanOrEqual(6);
+    expect(metrics.text).toMatch(
+      /svc_http_requests_total\{listener="default",method="GET",route="\/edge\/management\/v1\/identities\/:id",status="404"\} 10/,
+    );
+    expect(metrics.text).toMatch(/route="unmatched",status="404"\} 40/);
+    for (const s of sent) expect(metrics.text).not.toContain(s);
+  });
+
+  test('oidc-provider endpoints are labelled by their fixed names', async () => {
+    await server.client.get('/oidc/.well-known/openid-configuration');
+    await server.client.post('/oidc/token', {
+      form: { grant_type: 'refresh_token', refresh_token: random() },
+    });
+    await server.client.get(`/oidc/authorization/${random()}`);
+
+    const metrics = (await server.client.get('/metrics')).text;
+
+    expect(metrics).toContain('route="/oidc/.well-known/openid-configuration",status="200"');
+    expect(metrics).toContain('route="/oidc/token",status="400"');
+    expect(metrics).toContain('route="/oidc/authorization/:uid"');
+  });
+});
