@@ -3,6 +3,7 @@ import * as m001 from '../../migrations/001_foundation.js';
 import * as m002 from '../../migrations/002_mfa.js';
 import * as m003 from '../../migrations/003_oidc.js';
 import * as m004 from '../../migrations/004_account_index_and_login_shadow.js';
+import * as m005 from '../../migrations/005_login_failures_per_address.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -13,6 +14,7 @@ const migrations: Record<string, Knex.Migration> = {
   '002_mfa': m002,
   '003_oidc': m003,
   '004_account_index_and_login_shadow': m004,
+  '005_login_failures_per_address': m005,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
