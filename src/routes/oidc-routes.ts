@@ -27,7 +27,7 @@ export function oidcMiddleware(deps: RouteDeps): Middleware | undefined {
   const router = new Router();
   router.use('/oidc/login', rateLimit(deps.loginLimiter));
   oidcLoginRoutes(router, deps, oidc);
-  oidcSessionRoutes(router, oidc);
+  oidcSessionRoutes(router, oidc, deps.principals);
   const routes = router.routes() as unknown as Middleware;
   const limitToken = tokenRateLimit(deps.loginLimiter);
   return oidc.middleware((ctx, next) => limitToken(ctx, () => routes(ctx, next)));
