@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { deleteExpiredRows } from '../../src/services/janitor.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   enrolledUpdbUser,
@@ -167,6 +168,18 @@ describe('password lockout (decisions.md §7)', () => {
     expect(fromOwner.status).toBe(200);
     expect((await hourlyFailures(user.id, '127.0.0.2')).in_window).toBe(0);
     expect((await identityDetail(api, user.id)).disabled).toBe(false);
+  });
+
+  test('the janitor deletes hourly windows that have ended and keeps current ones', async () => {
+    const ended = await enrolledUpdbUser(server, api, 'ended-window-user');
+    const current = await enrolledUpdbUser(server, api, 'current-window-user');
+    await seedHourlyFailures(ended.id, 3, new Date(Date.now() - 2 * 3600_000));
+    await seedHourlyFailures(current.id, 3);
+
+    await deleteExpiredRows(server.app.knex, new Date());
+
+    expect(await hourlyFailures(ended.id)).toBeUndefined();
+    expect((await hourlyFailures(current.id)).in_window).toBe(3);
   });
 
   test('an unknown username and a wrong password get the same 401 body', async () => {
