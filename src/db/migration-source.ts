@@ -6,6 +6,7 @@ import * as m004 from '../../migrations/004_account_index_and_login_shadow.js';
 import * as m005 from '../../migrations/005_ca_identity_name_format.js';
 import * as m006 from '../../migrations/006_hashed_oidc_payload_ids.js';
 import * as m007 from '../../migrations/007_sealed_enrollment_tokens.js';
+import * as m008 from '../../migrations/008_login_failures_per_address.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -19,6 +20,7 @@ const migrations: Record<string, Knex.Migration> = {
   '005_ca_identity_name_format': m005,
   '006_hashed_oidc_payload_ids': m006,
   '007_sealed_enrollment_tokens': m007,
+  '008_login_failures_per_address': m008,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -29,6 +29,12 @@ export function buildKoaApp(
   const app = new Koa();
   app.silent = true;
   app.use(requestContext(logger.child({ listener: spec.name })));
+  // Whatever depends on the address the client used (the OIDC issuer) chooses among this
+  // listener's addresses only: a Host naming another listener must not reach its issuer.
+  app.use((ctx, next) => {
+    ctx.state.listener = spec;
+    return next();
+  });
   if (routers.metricsRecorder) app.use(routers.metricsRecorder.middleware(spec.name));
   app.use(errorHandler);
   app.use(securityHeaders);

@@ -62,11 +62,15 @@ export function authenticate(resolver: PrincipalResolver, options: AuthenticateO
 }
 
 /**
- * Spec 5.3 item 2, 7.1 case 5, decisions.md §6: when the policy names a secondary external JWT
- * signer, every request (bearer or legacy session) must also carry a valid JWT of it; the access
- * token or session alone is not enough. Fails closed when no check is wired.
+ * Spec 5.3 item 2, 7.1 case 5: when the policy names a secondary external JWT signer, every
+ * request (bearer or legacy session, Edge APIs and `/oidc/userinfo`) must also carry a valid JWT
+ * of it; the access token or session alone is not enough. Fails closed when no check is wired.
  */
-async function secondaryExtJwtGate(resolver: PrincipalResolver, tokens: string[], principal: Principal) {
+export async function secondaryExtJwtGate(
+  resolver: PrincipalResolver,
+  tokens: string[],
+  principal: Principal,
+) {
   const signerId = principal.requireExtJwtSigner;
   if (!signerId) return;
   if (!resolver.secondaryExtJwt) {

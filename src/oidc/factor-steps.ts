@@ -59,15 +59,16 @@ export function createFactorSteps(deps: FactorStepsDeps) {
 
   /**
    * Spec 5.3 item 3: enrollment mid-flow is for an identity that owes a TOTP code. Otherwise a
-   * password alone could bind a secret of the caller's choosing to the account.
+   * password alone could bind a secret of the caller's choosing to the account, or read the secret
+   * of an enrollment its owner has in progress. Every enrollment step, reading or writing, passes here.
    */
-  async function pendingTotpEnrollment(request: AuthRequest): Promise<PendingLogin> {
+  async function pendingTotpEnrollment(request: AuthRequest): Promise<PendingLogin & { owed: OwedFactors }> {
     const pending = await pendingLogin(request);
     const owed = await deps.factors.evaluate(pending.identity, pending.policy, pending.state, []);
     if (!owed.authQueries.some((q) => q.typeId === 'MFA')) {
       throw new AppError('INVALID_AUTH_REQUEST', { message: 'this login does not owe a TOTP code' });
     }
-    return pending;
+    return { ...pending, owed };
   }
 
   /** Completes the login when nothing is owed, else keeps the progress and lists the rest. */
@@ -102,6 +103,11 @@ export function createFactorSteps(deps: FactorStepsDeps) {
       return advance(ctx, request, pending);
     },
 
+    /** `GET /oidc/login/totp/enroll`: what is owed, for a login that owes a TOTP code only. */
+    async owedForEnrollment(request: AuthRequest): Promise<OwedFactors> {
+      return (await pendingTotpEnrollment(request)).owed;
+    },
+
     /** `POST /oidc/login/totp/enroll` (spec 3.2): 409 MFA_EXISTS when in progress or verified. */
     async startEnrollment(request: AuthRequest): Promise<EnrollmentStart> {
       const { identity } = await pendingTotpEnrollment(request);
@@ -110,7 +116,7 @@ export function createFactorSteps(deps: FactorStepsDeps) {
 
     /** The provisioning URL of the enrollment in progress, for the HTML page's QR code. */
     async enrollmentUrl(request: AuthRequest): Promise<string | undefined> {
-      const { identity } = await pendingLogin(request);
+      const { identity } = await pendingTotpEnrollment(request);
       return deps.totp.provisioningUrlFor(identity.id);
     },
 

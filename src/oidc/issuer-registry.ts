@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
+import type { ListenerSpec } from '../config/web-listeners.js';
 import type { KeySet } from '../services/keys/key-service.js';
 import type { ResumeTarget } from './resume-in-process.js';
 
@@ -18,6 +19,9 @@ export interface IssuerEntry extends ResumeTarget {
   redirectUriAllowed: (uri: string) => boolean;
   postLogoutUriAllowed: (uri: string) => boolean;
 }
+
+/** The listener a request arrived on, as `buildKoaApp` puts it on `ctx.state.listener`. */
+export type ListenerAddresses = Pick<ListenerSpec, 'addresses'>;
 
 export type ProviderBuilder = (spec: IssuerSpec, issuer: string, keys: KeySet) => IssuerEntry;
 
@@ -49,10 +53,15 @@ export function createIssuerRegistry(specs: IssuerSpec[], build: ProviderBuilder
       entries = next;
     },
 
-    /** The entry of a configured address only: never a raw Host echoed into `iss` (decisions.md §5 ▲). */
-    pick(host: string | undefined): IssuerEntry | undefined {
+    /**
+     * The entry of an address bound to the listener that accepted the connection: never a raw Host
+     * echoed into `iss`, nor another listener's issuer and redirect patterns reached through a
+     * forged Host (docs/operations.md, YAML).
+     */
+    pick(listener: ListenerAddresses | undefined, host: string | undefined): IssuerEntry | undefined {
       const key = normaliseHost(host);
-      return key === undefined ? undefined : entries.get(key);
+      if (key === undefined || !listener?.addresses.some((a) => a.toLowerCase() === key)) return undefined;
+      return entries.get(key);
     },
 
     issuers(): string[] {

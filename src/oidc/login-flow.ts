@@ -106,7 +106,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
   async function loadAuthRequest(ctx: Context, id: unknown): Promise<AuthRequest> {
     if (typeof id !== 'string' || id.length === 0 || id.length > 128)
       throw invalidRequest('no auth request id');
-    const current = deps.registry.pick(ctx.req.headers.host);
+    const current = deps.registry.pick(ctx.state.listener, ctx.req.headers.host);
     if (!current) throw invalidRequest('no issuer');
     const interaction = (await current.provider.Interaction.find(id)) as unknown as
       InteractionLike | undefined;
@@ -115,7 +115,8 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       throw invalidRequest('not a login request');
     }
     if (interaction.result?.login) throw invalidRequest('auth request already completed');
-    const entry = deps.registry.pick(new URL(interaction.returnTo).host);
+    // Only an auth request begun on this listener continues here, under its own issuer.
+    const entry = deps.registry.pick(ctx.state.listener, new URL(interaction.returnTo).host);
     if (!entry) throw invalidRequest('the issuer of this auth request is gone');
     const state = interaction.result?.svc as LoginState | undefined;
     return { uid: interaction.uid, params: interaction.params, state, entry, interaction };

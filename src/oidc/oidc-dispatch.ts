@@ -113,14 +113,14 @@ async function dispatch(ctx: Context, entry: IssuerEntry): Promise<void> {
 
 /**
  * Everything under /oidc and the root discovery document (mounted only on listeners with
- * `edge-oidc`). The issuer is picked by the Host header among the configured addresses; other
- * hosts get a JSON 404 (decisions.md §5 ▲). Our own routes run first, then the provider.
+ * `edge-oidc`). The issuer is picked by the Host header among the addresses of the listener that
+ * accepted the connection; other hosts get a JSON 404 (decisions.md §5 ▲). Our own routes run first, then the provider.
  */
 export function createOidcDispatch(registry: IssuerRegistry, ours: Middleware): Middleware {
   return async function oidcDispatch(ctx: Context, next: Next) {
     const inOidc = ctx.path === OIDC_MOUNT || ctx.path.startsWith(`${OIDC_MOUNT}/`);
     if (!inOidc && ctx.path !== ROOT_DISCOVERY) return next();
-    const entry = registry.pick(ctx.req.headers.host);
+    const entry = registry.pick(ctx.state.listener, ctx.req.headers.host);
     if (!entry) throw new AppError('NOT_FOUND', { message: 'no OIDC issuer is served at this address' });
     ctx.state.oidcIssuer = entry;
     ctx.state.routeTemplate = providerTemplateOf(ctx.path);

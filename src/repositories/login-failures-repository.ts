@@ -1,30 +1,39 @@
 import type { Db } from '../db/create-database.js';
 
 export interface FailureCounts {
+  /** The identity's run of consecutive failures, from any address. */
   consecutive: number;
+  /** Failures of the identity from this client address in the current hour. */
   inWindow: number;
 }
 
 const HOUR_MS = 3600_000;
 
 /**
- * Failed primary logins per identity, counted by single atomic statements (anchors.md pitfall 3).
+ * Failed primary logins, counted by single atomic statements (anchors.md pitfall 3): the run of
+ * consecutive failures per identity, the hourly window per identity and client address.
  * An attempt is counted BEFORE its password is checked and given back when it succeeds, so that
  * parallel requests cannot test more passwords than the limits allow (Zitadel GHSA-7h8m-vrxx-vr4m).
  */
 export const loginFailuresRepository = {
-  /** Counts one attempt as a failure (consecutive and in the hourly window); returns the new counts. */
-  async recordFailure(db: Db, identityId: string, now: Date): Promise<FailureCounts> {
+  /** Counts one attempt as a failure (in the run and in the address's hour); returns the new counts. */
+  async recordFailure(db: Db, identityId: string, clientAddress: string, now: Date): Promise<FailureCounts> {
     const windowStart = new Date(now.getTime() - HOUR_MS);
     const { rows } = await db.raw(
-      `INSERT INTO login_failures AS f (identity_id, consecutive, window_started_at, in_window)
-       VALUES (?, 1, ?, 1)
-       ON CONFLICT (identity_id) DO UPDATE SET
-         consecutive = f.consecutive + 1,
-         in_window = CASE WHEN f.window_started_at > ? THEN f.in_window + 1 ELSE 1 END,
-         window_started_at = CASE WHEN f.window_started_at > ? THEN f.window_started_at ELSE EXCLUDED.window_started_at END
-       RETURNING consecutive, in_window`,
-      [identityId, now, windowStart, windowStart],
+      `WITH run AS (
+         INSERT INTO login_failures AS f (identity_id, consecutive) VALUES (?, 1)
+         ON CONFLICT (identity_id) DO UPDATE SET consecutive = f.consecutive + 1
+         RETURNING consecutive
+       ), hour AS (
+         INSERT INTO login_address_failures AS a (identity_id, client_address, window_started_at, in_window)
+         VALUES (?, ?, ?, 1)
+         ON CONFLICT (identity_id, client_address) DO UPDATE SET
+           in_window = CASE WHEN a.window_started_at > ? THEN a.in_window + 1 ELSE 1 END,
+           window_started_at = CASE WHEN a.window_started_at > ? THEN a.window_started_at ELSE EXCLUDED.window_started_at END
+         RETURNING in_window
+       )
+       SELECT run.consecutive, hour.in_window FROM run, hour`,
+      [identityId, identityId, clientAddress, now, windowStart, windowStart],
     );
     return { consecutive: rows[0].consecutive, inWindow: rows[0].in_window };
   },
@@ -40,18 +49,12 @@ export const loginFailuresRepository = {
       .merge(['touched_at']);
   },
 
-  async get(db: Db, identityId: string, now: Date): Promise<FailureCounts> {
-    const row = await db('login_failures').where({ identity_id: identityId }).first();
-    if (!row) return { consecutive: 0, inWindow: 0 };
-    const fresh = row.window_started_at.getTime() > now.getTime() - HOUR_MS;
-    return { consecutive: row.consecutive, inWindow: fresh ? row.in_window : 0 };
-  },
-
   /** A successful login: the attempt counted in advance was no failure, and the run is broken. */
-  async releaseSuccess(db: Db, identityId: string): Promise<void> {
-    await db('login_failures')
-      .where({ identity_id: identityId })
-      .update({ consecutive: 0, in_window: db.raw('GREATEST(in_window - 1, 0)') });
+  async releaseSuccess(db: Db, identityId: string, clientAddress: string): Promise<void> {
+    await db('login_failures').where({ identity_id: identityId }).update({ consecutive: 0 });
+    await db('login_address_failures')
+      .where({ identity_id: identityId, client_address: clientAddress })
+      .update({ in_window: db.raw('GREATEST(in_window - 1, 0)') });
   },
 
   /** Takes back the consecutive part of an attempt (a locked identity's attempts do not extend its run). */
@@ -70,5 +73,16 @@ export const loginFailuresRepository = {
       .update({ consecutive: 0 })
       .returning('identity_id');
     return rows.length > 0;
+  },
+
+  /** Hourly windows that have ended, in bounded batches (the janitor). */
+  async deleteStaleWindows(db: Db, now: Date, limit = 1000): Promise<number> {
+    const { rows } = await db.raw(
+      `DELETE FROM login_address_failures WHERE ctid IN
+         (SELECT ctid FROM login_address_failures WHERE window_started_at <= ? LIMIT ?)
+       RETURNING identity_id`,
+      [new Date(now.getTime() - HOUR_MS), limit],
+    );
+    return rows.length;
   },
 };

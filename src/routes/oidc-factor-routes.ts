@@ -116,7 +116,7 @@ export function oidcFactorRoutes(router: Router, oidc: Oidc, steps: FactorSteps)
 
   router.get(ENROLL_PATH, async (ctx: Context) => {
     const request = await load(ctx);
-    const owed = await steps.owed(request);
+    const owed = await steps.owedForEnrollment(request);
     if (wantsHtml(ctx)) return showEnrollment(ctx, steps, request);
     sendOwed(ctx, owed.authQueries, owed.challenges);
   });

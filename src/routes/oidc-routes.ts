@@ -59,7 +59,7 @@ export function oidcMiddleware(deps: RouteDeps): Middleware | undefined {
   const router = new Router();
   router.use(LOGIN_PREFIX, rateLimit(deps.loginLimiter), checkQuery);
   oidcLoginRoutes(router, deps, oidc);
-  oidcSessionRoutes(router, oidc);
+  oidcSessionRoutes(router, oidc, deps.principals);
   const routes = router.routes() as unknown as Middleware;
   const limits = oauthRateLimits(deps);
   return oidc.middleware((ctx, next) => limits(ctx, () => oauthQueryCheck(ctx, () => routes(ctx, next))));

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
-import { bearerTokens } from '../middleware/authenticate.js';
+import { bearerTokens, secondaryExtJwtGate, type PrincipalResolver } from '../middleware/authenticate.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import type { Oidc } from '../oidc/create-oidc.js';
 import type { EndSessionParams } from '../oidc/end-session.js';
@@ -32,12 +32,16 @@ function endSessionParams(source: Record<string, unknown>): EndSessionParams {
  * (docs/adr/0003-own-userinfo-and-end-session.md): the built-ins reject JWT access tokens and
  * need the browser's session cookie.
  */
-export function oidcSessionRoutes(router: Router, oidc: Oidc): void {
+export function oidcSessionRoutes(router: Router, oidc: Oidc, principals: PrincipalResolver): void {
+  // The access token is found among the bearer tokens by its issuer; a secondary external JWT the
+  // policy demands must come with it, exactly as on the Edge APIs (docs/adr/0003).
   const userinfo = async (ctx: Context) => {
-    const [token] = bearerTokens(ctx.get('authorization'));
-    if (!token) throw new AppError('UNAUTHORIZED', { challenges: challenges.missing().slice(1) });
-    const { identity } = await oidc.verifier.verifyAccessToken(token);
-    ctx.body = { sub: identity.id, name: identity.name };
+    const tokens = bearerTokens(ctx.get('authorization'));
+    if (tokens.length === 0)
+      throw new AppError('UNAUTHORIZED', { challenges: challenges.missing().slice(1) });
+    const principal = await oidc.verifier.bearer.verify(tokens, ctx.headers);
+    await secondaryExtJwtGate(principals, tokens, principal);
+    ctx.body = { sub: principal.identityId, name: principal.identityName };
   };
   router.get('/oidc/userinfo', userinfo);
   router.post('/oidc/userinfo', parseBody(), userinfo);

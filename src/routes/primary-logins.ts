@@ -18,7 +18,8 @@ export function primaryLoginsFor(deps: RouteDeps): Record<string, PrimaryLogin> 
   return {
     password: async (ctx) => {
       const input = parseInput(passwordLoginSchema, bodyOf(ctx));
-      return deps.passwordMethod(input.username, input.password);
+      // ctx.ip is the socket's address: neither app trusts proxy headers.
+      return deps.passwordMethod({ ...input, clientAddress: ctx.ip });
     },
     // The certificate comes from the TLS handshake; the body carries nothing (spec 4.2 note 1).
     cert: (ctx) => deps.certMethod(peerCertificateChain(ctx)),

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
+import { loginFailuresRepository } from '../repositories/login-failures-repository.js';
 
 const EVERY_MS = 60_000;
 /** Rows per DELETE: short statements, no long locks. */
@@ -13,7 +14,8 @@ const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolv
 
 /**
  * Deletes batch after batch until one comes back short, so a pass empties the table of expired
- * rows however fast anonymous clients create them; bounded, and yielding between batches.
+ * rows however fast anonymous clients create them; bounded, and yielding between batches. Covers
+ * API sessions, revocations and ended hourly login-failure windows.
  */
 export async function drainExpired(deleteBatch: (limit: number) => Promise<number>): Promise<number> {
   let total = 0;
@@ -49,9 +51,10 @@ export function startJanitor(knex: Knex, logger: Logger): () => void {
 export async function deleteExpiredRows(
   knex: Knex,
   now: Date,
-): Promise<{ sessions: number; revocations: number }> {
+): Promise<{ sessions: number; revocations: number; loginWindows: number }> {
   return {
     sessions: await drainExpired((limit) => apiSessionsRepository.deleteExpired(knex, now, limit)),
     revocations: await drainExpired((limit) => revocationsRepository.deleteExpired(knex, now, limit)),
+    loginWindows: await drainExpired((limit) => loginFailuresRepository.deleteStaleWindows(knex, now, limit)),
   };
 }

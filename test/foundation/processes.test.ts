@@ -113,6 +113,9 @@ describe('the controller process', () => {
         '003_oidc',
         '004_account_index_and_login_shadow',
         '005_ca_identity_name_format',
+        '006_hashed_oidc_payload_ids',
+        '007_sealed_enrollment_tokens',
+        '008_login_failures_per_address',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

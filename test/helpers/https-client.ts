@@ -15,6 +15,8 @@ export interface ClientOptions {
   ca: string;
   cert?: string;
   key?: string;
+  /** The local address to connect from, e.g. another loopback address than 127.0.0.1. */
+  localAddress?: string;
 }
 
 export interface RequestOptions {
@@ -43,6 +45,7 @@ function encodeBody(o: RequestOptions, headers: Record<string, string | string[]
 export function createHttpsClient(baseUrl: string, options: ClientOptions) {
   const dispatcher: Dispatcher = new Agent({
     connect: { ca: options.ca, cert: options.cert, key: options.key },
+    ...(options.localAddress ? { localAddress: options.localAddress } : {}),
     keepAliveTimeout: 1000,
   });
 

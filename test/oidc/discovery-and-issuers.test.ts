@@ -7,21 +7,31 @@ import { passwordLogin } from '../helpers/oidc-client.js';
 import { discoverClient, issuerOf } from './oidc-fixtures.js';
 
 /** A GET with a forged Host header (TLS still verified, against `localhost`). */
-function getWithHost(server: TestServer, path: string, host: string): Promise<{ status: number; body: any }> {
+function getWithHost(
+  server: TestServer,
+  path: string,
+  host: string,
+  {
+    address = '127.0.0.1',
+    port = Number(new URL(server.url).port),
+    headers = {},
+  }: { address?: string; port?: number; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
-        host: '127.0.0.1',
-        port: Number(new URL(server.url).port),
+        host: address,
+        port,
         path,
         ca: server.ca,
         servername: 'localhost',
-        headers: { host },
+        headers: { ...headers, host },
       },
       (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        const json = /json/.test(res.headers['content-type'] ?? '');
+        res.on('end', () => resolve({ status: res.statusCode!, body: json ? JSON.parse(text) : text }));
       },
     );
     req.on('error', reject);
@@ -188,5 +198,90 @@ describe('OIDC discovery, keys and issuers per bind-point address', () => {
     } finally {
       await close();
     }
+  });
+});
+
+describe('a Host naming another listener', () => {
+  const partnerRedirect = 'https://partner.example.com/auth/callback';
+  let server: TestServer;
+  let portA: number;
+  let hostB: string;
+  beforeAll(async () => {
+    server = await startTestServer({
+      overrides: (tree) => {
+        tree.web = [
+          {
+            name: 'a',
+            bindPoints: [{ interface: '127.0.0.1:0', address: '127.0.0.1:0' }],
+            apis: [{ binding: 'edge-client' }, { binding: 'edge-management' }, { binding: 'edge-oidc' }],
+          },
+          {
+            name: 'b',
+            bindPoints: [{ interface: '127.0.0.2:0', address: '127.0.0.2:0' }],
+            apis: [{ binding: 'edge-oidc', options: { redirectURIs: [partnerRedirect] } }],
+          },
+        ];
+      },
+    });
+    portA = Number(new URL(server.url).port);
+    hostB = new URL(server.app.listeners[1]!.urls[0]!).host;
+  });
+  afterAll(() => server.close());
+
+  const authorizationWith = (redirectUri: string) =>
+    '/oidc/authorization?' +
+    new URLSearchParams({
+      client_id: 'svc',
+      response_type: 'code',
+      scope: 'openid',
+      redirect_uri: redirectUri,
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGeSJ-0eTKk',
+      code_challenge_method: 'S256',
+      state: 'state-1',
+    }).toString();
+
+  test("on listener A's socket, B's address gets the unknown-host 404 for discovery and authorization", async () => {
+    const onA = (path: string, host: string) => getWithHost(server, path, host, { port: portA });
+
+    const discovery = await onA('/.well-known/openid-configuration', hostB);
+    const authorization = await onA(authorizationWith(partnerRedirect), hostB);
+    const unknown = await onA('/.well-known/openid-configuration', `evil.example:${portA}`);
+    const onOwnSocket = await getWithHost(server, '/.well-known/openid-configuration', hostB, {
+      address: '127.0.0.2',
+      port: Number(hostB.split(':')[1]),
+    });
+
+    const authorizationOnOwnSocket = await getWithHost(server, authorizationWith(partnerRedirect), hostB, {
+      address: '127.0.0.2',
+      port: Number(hostB.split(':')[1]),
+    });
+
+    for (const res of [discovery, authorization]) {
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({
+        ...unknown.body,
+        error: { ...unknown.body.error, requestId: res.body.error.requestId },
+      });
+    }
+    expect(onOwnSocket.status).toBe(200);
+    expect(onOwnSocket.body.issuer).toBe(`https://${hostB}/oidc`);
+    expect(authorizationOnOwnSocket.status).toBe(303);
+  });
+
+  test("on listener A's socket, B's address is treated by the management API like any unknown host", async () => {
+    const token = await server.adminToken();
+    const headers = { 'svc-session': token };
+
+    const withB = await getWithHost(server, '/edge/management/v1/identities', hostB, {
+      port: portA,
+      headers,
+    });
+    const withUnknown = await getWithHost(server, '/edge/management/v1/identities', `evil.example:${portA}`, {
+      port: portA,
+      headers,
+    });
+
+    expect(withB.status).toBe(withUnknown.status);
+    expect(withB.body.data).toEqual(withUnknown.body.data);
   });
 });

@@ -18,7 +18,11 @@ describe('contract: oidc-provider internals behind the in-process resume', () =>
   });
   afterAll(() => server.close());
 
-  const entry = () => server.app.services.routeDeps.oidc!.registry.pick(new URL(server.url).host)!;
+  const entry = () =>
+    server.app.services.routeDeps.oidc!.registry.pick(
+      server.app.config.listeners[0],
+      new URL(server.url).host,
+    )!;
 
   test('oidc-provider is pinned to the exact version the resume was verified with', () => {
     const ours = JSON.parse(readFileSync('package.json', 'utf8'));

@@ -48,6 +48,7 @@ interface SignOptions {
   iss?: string;
   aud?: string;
   exp?: number | null;
+  iat?: number;
   alg?: string;
   kid?: string;
   claims?: JWTPayload;
@@ -59,7 +60,7 @@ async function signJwt(key: CryptoKey, sub: string, o: SignOptions = {}): Promis
     .setProtectedHeader({ alg: o.alg ?? 'RS256', ...(o.kid ? { kid: o.kid } : {}) })
     .setIssuer(o.iss ?? JWKS_ISSUER)
     .setAudience(o.aud ?? AUDIENCE)
-    .setIssuedAt(now - 60);
+    .setIssuedAt(o.iat ?? now - 60);
   if (o.exp !== null) jwt.setExpirationTime(o.exp ?? now + 300);
   return jwt.sign(key);
 }
@@ -204,6 +205,23 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
 
     expect(res.status).toBe(401);
     expect(res.headerAll('www-authenticate')).toEqual([challenge('expired', certSignerId, CERT_ISSUER)]);
+  });
+
+  test('a JWT issued in the future beyond the clock skew allowance is invalid; within it, accepted', async () => {
+    await user('future-iat-user');
+    const now = Math.floor(Date.now() / 1000);
+    const sign = (iat: number) =>
+      signJwt(key1.privateKey, 'ext-future-iat-user', { kid: 'key-1', iat, exp: now + 3600 });
+
+    const farFuture = await jwtLogin(await sign(now + 600));
+    const withinSkew = await jwtLogin(await sign(now + 10));
+
+    expect(farFuture.status).toBe(401);
+    expect(farFuture.body.error.code).toBe('INVALID_AUTH');
+    expect(farFuture.headerAll('www-authenticate')).toEqual([
+      challenge('invalid', jwksSignerId, JWKS_ISSUER),
+    ]);
+    expect(withinSkew.status).toBe(200);
   });
 
   test('a JWT signed by another key, or without exp, is invalid', async () => {
@@ -405,7 +423,7 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
       ).resolves.toBeUndefined();
     });
 
-    test('no JWT of the signer, an expired one, an invalid one, or another identity’s one is refused', async () => {
+    test('no JWT of the signer, an expired one, an invalid one, one issued in the future, or another identity’s one is refused', async () => {
       const past = Math.floor(Date.now() / 1000) - 3600;
       const otherSigner = await signJwt(key1.privateKey, 'ext-second', { kid: 'key-1' });
       const expired = await signJwt(certPrivateKey, 'ext-second', {
@@ -419,6 +437,11 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
         aud: 'x',
       });
       const someoneElse = await signJwt(certPrivateKey, 'ext-other', { iss: CERT_ISSUER, alg: 'ES256' });
+      const issuedLater = await signJwt(certPrivateKey, 'ext-second', {
+        iss: CERT_ISSUER,
+        alg: 'ES256',
+        iat: Math.floor(Date.now() / 1000) + 600,
+      });
       const me = { id: 'any', externalId: 'ext-second' };
 
       expect(await failureOf(check([], certSignerId, me))).toEqual(secondary('missing'));
@@ -426,6 +449,7 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
       expect(await failureOf(check([expired], certSignerId, me))).toEqual(secondary('expired'));
       expect(await failureOf(check([wrongAudience], certSignerId, me))).toEqual(secondary('invalid'));
       expect(await failureOf(check([someoneElse], certSignerId, me))).toEqual(secondary('invalid'));
+      expect(await failureOf(check([issuedLater], certSignerId, me))).toEqual(secondary('invalid'));
     });
   });
 });

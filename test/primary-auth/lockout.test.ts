@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { deleteExpiredRows } from '../../src/services/janitor.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   enrolledUpdbUser,
@@ -28,6 +29,22 @@ describe('password lockout (decisions.md §7)', () => {
 
   const failures = (identityId: string) =>
     server.app.knex('login_failures').where({ identity_id: identityId }).first();
+  const hourlyFailures = (identityId: string, clientAddress = '127.0.0.1') =>
+    server.app
+      .knex('login_address_failures')
+      .where({ identity_id: identityId, client_address: clientAddress })
+      .first();
+  const seedHourlyFailures = (identityId: string, inWindow: number, windowStartedAt = new Date()) =>
+    server.app
+      .knex('login_address_failures')
+      .insert({
+        identity_id: identityId,
+        client_address: '127.0.0.1',
+        in_window: inWindow,
+        window_started_at: windowStartedAt,
+      })
+      .onConflict(['identity_id', 'client_address'])
+      .merge();
 
   test('20 parallel wrong passwords lock the identity, count exactly 20 failures, and then the right password is refused alike', async () => {
     const policyId = await createPolicy({
@@ -45,7 +62,7 @@ describe('password lockout (decisions.md §7)', () => {
     expect(detail.disabled).toBe(true);
     expect(detail.disabledUntil).not.toBeNull();
     expect(new Date(detail.disabledUntil).getTime()).toBeGreaterThan(Date.now());
-    expect((await failures(user.id)).in_window).toBe(20);
+    expect((await hourlyFailures(user.id)).in_window).toBe(20);
 
     const right = await passwordLogin(server, user.username, user.password);
     expect(right.status).toBe(401);
@@ -63,10 +80,7 @@ describe('password lockout (decisions.md §7)', () => {
     });
     const user = await enrolledUpdbUser(server, api, 'in-flight-user', { authPolicyId: policyId });
     // Five attempts have taken their numbers and are still checking their passwords.
-    await server.app
-      .knex('login_failures')
-      .where({ identity_id: user.id })
-      .update({ consecutive: 5, in_window: 5 });
+    await server.app.knex('login_failures').where({ identity_id: user.id }).update({ consecutive: 5 });
 
     const res = await passwordLogin(server, user.username, user.password);
 
@@ -108,11 +122,7 @@ describe('password lockout (decisions.md §7)', () => {
 
   test('with maxAttempts 0, 100 failures in the hour refuse even the right password', async () => {
     const user = await enrolledUpdbUser(server, api, 'ceiling-user');
-    await server.app
-      .knex('login_failures')
-      .insert({ identity_id: user.id, consecutive: 0, in_window: 100, window_started_at: new Date() })
-      .onConflict('identity_id')
-      .merge();
+    await seedHourlyFailures(user.id, 100);
 
     const res = await passwordLogin(server, user.username, user.password);
 
@@ -123,11 +133,8 @@ describe('password lockout (decisions.md §7)', () => {
 
   test('with maxAttempts 0, 99 failures in the hour still let the right password in', async () => {
     const user = await enrolledUpdbUser(server, api, 'below-ceiling-user');
-    await server.app
-      .knex('login_failures')
-      .insert({ identity_id: user.id, consecutive: 99, in_window: 99, window_started_at: new Date() })
-      .onConflict('identity_id')
-      .merge();
+    await server.app.knex('login_failures').where({ identity_id: user.id }).update({ consecutive: 99 });
+    await seedHourlyFailures(user.id, 99);
 
     const res = await passwordLogin(server, user.username, user.password);
 
@@ -136,20 +143,43 @@ describe('password lockout (decisions.md §7)', () => {
 
   test('failures older than an hour do not count towards the ceiling', async () => {
     const user = await enrolledUpdbUser(server, api, 'old-failures-user');
-    await server.app
-      .knex('login_failures')
-      .insert({
-        identity_id: user.id,
-        consecutive: 0,
-        in_window: 100,
-        window_started_at: new Date(Date.now() - 2 * 3600_000),
-      })
-      .onConflict('identity_id')
-      .merge();
+    await seedHourlyFailures(user.id, 100, new Date(Date.now() - 2 * 3600_000));
 
     const res = await passwordLogin(server, user.username, user.password);
 
     expect(res.status).toBe(200);
+  });
+
+  test('with maxAttempts 0, 101 failures from one address refuse the right password from it but not from another address', async () => {
+    const user = await enrolledUpdbUser(server, api, 'flooded-user');
+    const otherAddress = server.newClient({ localAddress: '127.0.0.2' });
+
+    const wrong = await Promise.all(
+      Array.from({ length: 101 }, (_, i) => passwordLogin(server, user.username, `wrong-password-${i}`)),
+    );
+    const fromFlooder = await passwordLogin(server, user.username, user.password);
+    const fromOwner = await otherAddress.post('/edge/client/v1/authenticate?method=password', {
+      body: { username: user.username, password: user.password },
+    });
+
+    expect(wrong.map((r) => r.status)).toEqual(Array(101).fill(401));
+    expect(fromFlooder.status).toBe(401);
+    expect(fromFlooder.body.error.code).toBe('INVALID_AUTH');
+    expect(fromOwner.status).toBe(200);
+    expect((await hourlyFailures(user.id, '127.0.0.2')).in_window).toBe(0);
+    expect((await identityDetail(api, user.id)).disabled).toBe(false);
+  });
+
+  test('the janitor deletes hourly windows that have ended and keeps current ones', async () => {
+    const ended = await enrolledUpdbUser(server, api, 'ended-window-user');
+    const current = await enrolledUpdbUser(server, api, 'current-window-user');
+    await seedHourlyFailures(ended.id, 3, new Date(Date.now() - 2 * 3600_000));
+    await seedHourlyFailures(current.id, 3);
+
+    await deleteExpiredRows(server.app.knex, new Date());
+
+    expect(await hourlyFailures(ended.id)).toBeUndefined();
+    expect((await hourlyFailures(current.id)).in_window).toBe(3);
   });
 
   test('an unknown username and a wrong password get the same 401 body', async () => {

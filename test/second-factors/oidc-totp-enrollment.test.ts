@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { secretFromUrl, timeStepAt, totpCode } from '../helpers/totp.js';
 import { payloadOf } from '../oidc/oidc-fixtures.js';
 import {
+  createIdp,
   createPolicy,
   createUser,
   enrollTotp,
@@ -130,6 +131,34 @@ describe('TOTP enrollment during an OIDC flow (spec 3.2)', () => {
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('INVALID_AUTH_REQUEST');
     }
+  });
+
+  test('a login that owes no TOTP code is refused every enrollment step and never sees the secret in progress', async () => {
+    const idp = await createIdp(api, 'enroll-no-totp-idp');
+    const extJwtOnly = await createPolicy(api, 'enroll-ext-jwt-only', {
+      secondary: { requireExtJwt: idp.id },
+    });
+    const victim = await createUser(server, 'enroll-victim', extJwtOnly);
+    const inProgress = await server.app.services.routeDeps.totp.startEnrollment(victim.id, victim.name);
+    const { started, response } = await partialLogin(server.client, victim);
+    const url = `${ENROLL}?authRequestID=${started.authRequestId}`;
+    const totpRows = () => server.app.knex('mfa_totp').where({ identity_id: victim.id });
+    const before = await totpRows();
+
+    const htmlPage = await server.client.get(url, { headers: HTML });
+    const jsonPage = await server.client.get(url);
+    const post = await start(started.authRequestId);
+
+    expect(response.status).toBe(200);
+    for (const res of [htmlPage, jsonPage, post]) {
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({
+        code: 'INVALID_AUTH_REQUEST',
+        message: post.body.error.message,
+      });
+      expect(res.text).not.toContain(secretFromUrl(inProgress.provisioningUrl));
+    }
+    expect(await totpRows()).toEqual(before);
   });
 
   describe('HTML pages (Accept: text/html)', () => {

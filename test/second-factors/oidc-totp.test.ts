@@ -59,7 +59,10 @@ describe('TOTP in the OIDC flow (spec 3.1: primary pending → partially authent
     await enrollTotp(server, user);
     const { started } = await partialLogin(server.client, user);
     const uid = started.authRequestId;
-    const entry = server.app.services.routeDeps.oidc!.registry.pick(new URL(server.url).host)!;
+    const entry = server.app.services.routeDeps.oidc!.registry.pick(
+      server.app.config.listeners[0],
+      new URL(server.url).host,
+    )!;
 
     const withoutCookie = await server.client.get(`/oidc/authorization/${uid}`);
     // Even the signed resume cookie a browser holds only gets a fresh login, never a code.

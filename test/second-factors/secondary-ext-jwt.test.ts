@@ -197,6 +197,27 @@ describe('the secondary external JWT (spec 5.3 item 2, 4.2 note 3, 7.1 case 5)',
       expect(res.headerAll('www-authenticate')).toEqual([extJwtChallenge('missing', idp.id, idp.issuer)]);
     });
 
+    test('userinfo: the access token alone is 401 with the same challenge as the Edge API; with the JWT 200', async () => {
+      const { user, jwt, tokens } = await loggedIn('userinfo-secondary');
+
+      const alone = await server.client.get('/oidc/userinfo', { headers: bearer(tokens.access_token) });
+      const edge = await server.client.get(ME, { headers: bearer(tokens.access_token) });
+      const withJwt = await server.client.get('/oidc/userinfo', {
+        headers: bearer(jwt, tokens.access_token),
+      });
+      const posted = await server.client.post('/oidc/userinfo', {
+        headers: bearer(tokens.access_token, jwt),
+      });
+
+      expect(alone.status).toBe(401);
+      expect(alone.headerAll('www-authenticate')).toEqual([extJwtChallenge('missing', idp.id, idp.issuer)]);
+      expect(alone.headerAll('www-authenticate')).toEqual(edge.headerAll('www-authenticate'));
+      for (const res of [withJwt, posted]) {
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({ sub: user.id, name: user.name });
+      }
+    });
+
     test('an expired JWT is 401 expired; a forged one or one naming another identity is 401 invalid', async () => {
       const { user, tokens } = await loggedIn('api-bad-jwts');
       const call = (jwt: string) => server.client.get(ME, { headers: bearer(tokens.access_token, jwt) });

@@ -114,16 +114,30 @@ export function createExtJwtMethod({
   async function verify(signer: ExternalJwtSigner, token: string): Promise<JWTPayload> {
     // Spec 2.3: the audience is always checked (signers cannot be saved without one).
     if (!signer.audience) throw new Error('external JWT signer without an audience');
+    const currentDate = now();
     const options = {
       issuer: signer.issuer,
       audience: signer.audience,
       algorithms: ALGORITHMS,
       requiredClaims: ['exp'],
       clockTolerance: clockToleranceSeconds,
-      currentDate: now(),
+      currentDate,
     };
-    if (signer.certPem) return (await jwtVerify(token, await certKey(signer, token), options)).payload;
-    return (await jwtVerify(token, jwks.keysFor(signer.jwksEndpoint!), options)).payload;
+    const { payload } = signer.certPem
+      ? await jwtVerify(token, await certKey(signer, token), options)
+      : await jwtVerify(token, jwks.keysFor(signer.jwksEndpoint!), options);
+    // jose checks `iat` against the clock only together with maxTokenAge. A token issued later
+    // than now, beyond the skew allowed on exp/nbf, was not minted by an IdP with a sane clock
+    // (RFC 7519 §4.1.6): refuse it rather than let it outlive its real lifetime.
+    if (payload.iat !== undefined && payload.iat > currentDate.getTime() / 1000 + clockToleranceSeconds) {
+      throw new joseErrors.JWTClaimValidationFailed(
+        '"iat" claim timestamp check failed (it should be in the past)',
+        payload,
+        'iat',
+        'check_failed',
+      );
+    }
+    return payload;
   }
 
   async function findIdentity(signer: ExternalJwtSigner, payload: JWTPayload): Promise<Identity | undefined> {

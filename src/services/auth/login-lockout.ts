@@ -1,10 +1,15 @@
+import { isIPv6 } from 'node:net';
 import type { Knex } from 'knex';
 import type { Identity } from '../../repositories/identities-repository.js';
 import type { AuthPolicy } from '../../repositories/auth-policies-repository.js';
 import { loginFailuresRepository } from '../../repositories/login-failures-repository.js';
 import type { RevocationService } from '../revocation-service.js';
 
-/** ASVS 4.0.3 §2.2.1: at most 100 failed attempts per hour on one account (decisions.md §7). */
+/**
+ * ASVS 4.0.3 §2.2.1: at most 100 failed attempts per hour on one account, counted per client
+ * address so that a flood from one address cannot lock the account's owner out from another
+ * (docs/operations.md, failed password logins).
+ */
 export const HOURLY_FAILURE_CEILING = 100;
 
 export interface LoginLockoutDeps {
@@ -16,10 +21,12 @@ export interface LoginLockoutDeps {
 /** One password attempt, counted before its password is checked. */
 export interface LoginAttempt {
   identityId: string;
+  /** The key its hourly window is counted under (see `clientAddressKey`). */
+  clientAddress: string;
   /** This attempt's place in the run of consecutive failures (1 = first). */
   consecutive: number;
   inWindow: number;
-  /** Past `maxAttempts` or the hourly ceiling: refused whatever the password. */
+  /** Past `maxAttempts` or this address's hourly ceiling: refused whatever the password. */
   refused: boolean;
 }
 
@@ -31,16 +38,17 @@ export interface LoginAttempt {
  */
 export function createLoginLockout({ knex, revocations, now = () => new Date() }: LoginLockoutDeps) {
   return {
-    async begin(identityId: string, policy: AuthPolicy): Promise<LoginAttempt> {
-      const counts = await loginFailuresRepository.recordFailure(knex, identityId, now());
+    async begin(identityId: string, policy: AuthPolicy, remoteAddress: string): Promise<LoginAttempt> {
+      const clientAddress = clientAddressKey(remoteAddress);
+      const counts = await loginFailuresRepository.recordFailure(knex, identityId, clientAddress, now());
       const { maxAttempts } = policy.primary.updb;
       const refused =
         counts.inWindow > HOURLY_FAILURE_CEILING || (maxAttempts > 0 && counts.consecutive > maxAttempts);
-      return { identityId, ...counts, refused };
+      return { identityId, clientAddress, ...counts, refused };
     },
 
     async succeed(attempt: LoginAttempt): Promise<void> {
-      await loginFailuresRepository.releaseSuccess(knex, attempt.identityId);
+      await loginFailuresRepository.releaseSuccess(knex, attempt.identityId, attempt.clientAddress);
     },
 
     /**
@@ -73,3 +81,22 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
 }
 
 export type LoginLockout = ReturnType<typeof createLoginLockout>;
+
+/**
+ * What the hourly ceiling is counted under: an IPv4 address (also when IPv4-mapped), or the /64
+ * network of an IPv6 address — one host usually holds a whole /64 (RFC 4291 §2.5.1), so counting
+ * single IPv6 addresses would give it unlimited guesses.
+ */
+export function clientAddressKey(address: string): string {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(address)) return address;
+  const [head = '', tail] = address.split('%')[0]!.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
+}

@@ -15,6 +15,14 @@ export interface PasswordMethodDeps {
   now?: () => Date;
 }
 
+/** One password login as it arrived. */
+export interface PasswordAttempt {
+  username: string;
+  password: string;
+  /** The address of the connection it came from (never a proxy header): the hourly ceiling's key. */
+  clientAddress: string;
+}
+
 const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail });
 
 // No identity has this id: generated ids are 16 alphanumerics.
@@ -43,7 +51,11 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
     await identitiesRepository.findById(knex, SHADOW_IDENTITY_ID);
   }
 
-  return async function authenticatePassword(username: string, password: string): Promise<PrimaryAuthResult> {
+  return async function authenticatePassword({
+    username,
+    password,
+    clientAddress,
+  }: PasswordAttempt): Promise<PrimaryAuthResult> {
     const authenticator = await authenticatorsRepository.findByUsername(knex, username);
     const found = authenticator && (await target(authenticator.identityId));
     if (!authenticator || !found || !found.policy.primary.updb.allowed) {
@@ -52,7 +64,7 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
     }
     const { identity, policy } = found;
     // Counted before the check (decisions.md §7): parallel guesses cannot outrun the limits.
-    const attempt = await lockout.begin(identity.id, policy);
+    const attempt = await lockout.begin(identity.id, policy, clientAddress);
     const passwordOk = await verifyPassword(authenticator.passwordHash, password);
     // Re-read: a lock set by a parallel attempt while this one was hashing must hold.
     const current = await identitiesRepository.findById(knex, identity.id);
