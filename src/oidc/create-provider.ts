@@ -189,7 +189,7 @@ function configuration(o: ProviderOptions): Configuration {
     clients: [svcClient()],
     allowOmittingSingleRegisteredRedirectUri: false,
     clientBasedCORS: (_ctx, origin) => o.corsOriginAllowed(origin),
-    extraParams: { method: requireOpenidScope, svc_ct: undefined },
+    extraParams: { method: requireOpenidScope, svc_ct: null },
     responseTypes: ['code'],
     scopes: ['openid', 'offline_access'],
     claims: CLAIMS,
