@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import { bearerTokens } from '../middleware/authenticate.js';
+import { oauthBearerErrors } from '../middleware/oauth-bearer-errors.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import type { Oidc } from '../oidc/create-oidc.js';
 import type { EndSessionParams } from '../oidc/end-session.js';
@@ -39,8 +40,8 @@ export function oidcSessionRoutes(router: Router, oidc: Oidc): void {
     const { identity } = await oidc.verifier.verifyAccessToken(token);
     ctx.body = { sub: identity.id, name: identity.name };
   };
-  router.get('/oidc/userinfo', userinfo);
-  router.post('/oidc/userinfo', parseBody(), userinfo);
+  router.get('/oidc/userinfo', oauthBearerErrors, userinfo);
+  router.post('/oidc/userinfo', oauthBearerErrors, parseBody(), userinfo);
 
   const endSession = async (ctx: Context, source: Record<string, unknown>) => {
     const result = await oidc.endSession(issuerEntryOf(ctx), endSessionParams(source));
