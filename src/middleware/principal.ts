@@ -12,6 +12,10 @@ export interface Principal {
   isCertExtendable: boolean;
   /** A legacy session whose TOTP step is still owed: only the MFA endpoints answer. */
   mfaPending: boolean;
+  /** The login owed a second factor (policy, or a verified TOTP); `isMfaRequired` of the APIs. */
+  mfaRequired: boolean;
+  /** A second factor was verified for this session; `isMfaComplete` of the APIs. */
+  mfaComplete: boolean;
   /**
    * The identity's policy names a secondary external JWT signer: a valid JWT of it must come
    * with every API request (spec 5.3 item 2); null when none is required.

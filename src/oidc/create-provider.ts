@@ -78,6 +78,20 @@ function policy() {
   return prompts;
 }
 
+/**
+ * Every authorization request of ours is an OpenID Connect one (OIDC Core §3.1.2.1: `scope` MUST
+ * contain `openid`); without it the provider would run a plain OAuth flow with no ID token. Run
+ * as an extra-parameter validator because the provider calls those after the redirect URI check:
+ * the error then goes back to the client as `invalid_scope` with `state` and `iss` (RFC 9207),
+ * or is answered 400 when the redirect URI is not allowed.
+ */
+async function requireOpenidScope(ctx: KoaContextWithOIDC): Promise<void> {
+  const scope = ctx.oidc.params?.scope;
+  if (typeof scope !== 'string' || !scope.split(' ').includes('openid')) {
+    throw new errors.InvalidScope('scope must contain openid', 'openid');
+  }
+}
+
 function loginEndpoints(issuer: string) {
   const at = (path: string) => `${issuer}/login/${path}`;
   return {
@@ -175,7 +189,7 @@ function configuration(o: ProviderOptions): Configuration {
     clients: [svcClient()],
     allowOmittingSingleRegisteredRedirectUri: false,
     clientBasedCORS: (_ctx, origin) => o.corsOriginAllowed(origin),
-    extraParams: ['method', 'svc_ct'],
+    extraParams: { method: requireOpenidScope, svc_ct: null },
     responseTypes: ['code'],
     scopes: ['openid', 'offline_access'],
     claims: CLAIMS,

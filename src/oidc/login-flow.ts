@@ -31,6 +31,22 @@ export interface LoginState {
   authTime: number;
   /** Factors satisfied for this auth request, e.g. `primary`, later `totp` (issue 5). */
   satisfied: string[];
+  /**
+   * The credentials verified for this auth request, each once: `password`, `cert`, `totp`,
+   * `ext-jwt:<signer id>`. A JWT that satisfies both the primary and the secondary factor (same
+   * signer) is one credential; JWTs of two signers are two. More than one adds `mfa` to `amr`.
+   */
+  credentials: string[];
+}
+
+/** A verified credential as `LoginState.credentials` names it. */
+export const credentialName = (method: string, signerId: string | undefined): string =>
+  signerId ? `ext-jwt:${signerId}` : method;
+
+/** RFC 8176 `mfa`: more than one credential was verified, whatever their `amr` values. */
+export function amrWithMfa(state: Pick<LoginState, 'amr' | 'credentials'>): string[] {
+  const multiFactor = new Set(state.credentials ?? []).size > 1;
+  return multiFactor && !state.amr.includes('mfa') ? [...state.amr, 'mfa'] : state.amr;
 }
 
 /**
@@ -140,6 +156,9 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       isCertExtendable: result.isCertExtendable,
       authTime: Math.floor(now().getTime() / 1000),
       satisfied: [...new Set(['primary', ...(previous?.satisfied ?? [])])],
+      credentials: [
+        ...new Set([credentialName(input.method, result.signerId), ...(previous?.credentials ?? [])]),
+      ],
     };
     const authQueries = await outstandingFactors(result.identity, result.policy, state, ctx);
     if (authQueries.length > 0) {
@@ -177,7 +196,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     if (!(await oidcPayloadsRepository.consume(deps.knex, 'Interaction', request.uid, now()))) {
       throw invalidRequest('auth request already being completed');
     }
-    const amr = state.amr.length > 1 && !state.amr.includes('mfa') ? [...state.amr, 'mfa'] : state.amr;
+    const amr = amrWithMfa(state);
     const facts: LoginFacts = {
       accountId: identity.id,
       apiSessionId: newId(),

@@ -58,7 +58,7 @@ export function createOidcSessions({
           configTypes: facts.configTypes,
           isCertExtendable: facts.isCertExtendable,
           mfaRequired: false,
-          mfaComplete: facts.amr.length > 1,
+          mfaComplete: facts.amr.includes('mfa'),
           expiresAt,
         });
         await oidcPayloadsRepository.upsert(trx, {

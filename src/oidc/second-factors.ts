@@ -7,7 +7,7 @@ import type { ExternalJwtSigner } from '../repositories/external-jwt-signers-rep
 import type { Identity } from '../repositories/identities-repository.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { TotpService } from '../services/mfa/totp-service.js';
-import type { AuthQuery, LoginState, OutstandingFactors } from './login-flow.js';
+import { credentialName, type AuthQuery, type LoginState, type OutstandingFactors } from './login-flow.js';
 
 /** Names of second factors in `LoginState.satisfied`, and the `amr` value each adds. */
 export const FACTORS = {
@@ -52,10 +52,19 @@ export function extJwtQuery(signerId: string, signer: ExternalJwtSigner | undefi
   };
 }
 
-/** Records a satisfied factor and its `amr` value on the auth request's state. */
-export function satisfy(state: LoginState, factor: (typeof FACTORS)[keyof typeof FACTORS]): void {
+/**
+ * Records a satisfied factor, its `amr` value and the credential that satisfied it on the auth
+ * request's state (`credential` names the signer for external JWTs: see `LoginState.credentials`).
+ */
+export function satisfy(
+  state: LoginState,
+  factor: (typeof FACTORS)[keyof typeof FACTORS],
+  credential: string = factor.satisfied,
+): void {
   if (!state.satisfied.includes(factor.satisfied)) state.satisfied.push(factor.satisfied);
   if (!state.amr.includes(factor.amr)) state.amr.push(factor.amr);
+  state.credentials ??= [];
+  if (!state.credentials.includes(credential)) state.credentials.push(credential);
 }
 
 const CHALLENGES_KEY = 'svcSecondFactorChallenges';
@@ -106,7 +115,7 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
     const signerId = policy.secondary.requireExtJwt;
     if (signerId && !state.satisfied.includes(FACTORS.extJwt.satisfied)) {
       const failure = await extJwtFailure(tokens, signerId, identity);
-      if (failure === undefined) satisfy(state, FACTORS.extJwt);
+      if (failure === undefined) satisfy(state, FACTORS.extJwt, credentialName('ext-jwt', signerId));
       else {
         owed.authQueries.push(extJwtQuery(signerId, await deps.findSigner(signerId)));
         owed.challenges.push(...failure);

@@ -106,6 +106,9 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
       const ours = tokens.find(isOurs);
       if (!ours) throw invalid('no token of ours');
       const { claims, identity } = await verifyAccessToken(ours);
+      const amr = Array.isArray(claims.amr) ? claims.amr : [];
+      // An OIDC login finishes only once every factor it owed is verified: required ⇔ complete.
+      const mfa = amr.includes('mfa');
       return {
         identityId: identity.id,
         identityName: identity.name,
@@ -113,10 +116,12 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
         sessionId: claims.z_asid,
         kind: 'oidc',
         expiresAt: new Date(claims.exp * 1000),
-        amr: Array.isArray(claims.amr) ? claims.amr : [],
+        amr,
         configTypes: Array.isArray(claims.z_ct) ? claims.z_ct : [],
         isCertExtendable: claims.z_ice === true,
         mfaPending: false,
+        mfaRequired: mfa,
+        mfaComplete: mfa,
         requireExtJwtSigner: identity.requireExtJwtSigner,
         externalId: identity.externalId ?? null,
       };

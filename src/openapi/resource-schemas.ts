@@ -154,6 +154,12 @@ const AuthQuery = obj(
   { example: { typeId: 'MFA', format: 'numeric', httpMethod: 'POST', httpUrl: './authenticate/mfa' } },
 );
 
+const isMfaRequired = {
+  type: 'boolean',
+  description: 'The login owes a second factor: its policy requires one, or the identity has verified TOTP.',
+};
+const isMfaComplete = { type: 'boolean', description: 'A second factor has been verified for this session.' };
+
 /** Decisions.md §4: the answer of POST /authenticate. */
 const ApiSession = obj({
   id: str,
@@ -162,8 +168,8 @@ const ApiSession = obj({
   identity: idName,
   expiresAt: dateTime,
   expirationSeconds: int,
-  isMfaRequired: bool,
-  isMfaComplete: bool,
+  isMfaRequired,
+  isMfaComplete,
   authQueries: { type: 'array', items: ref('AuthQuery') },
 });
 
@@ -176,7 +182,8 @@ const CurrentApiSession = obj({
   amr: strList,
   configTypes: strList,
   isCertExtendable: bool,
-  isMfaRequired: bool,
+  isMfaRequired,
+  isMfaComplete,
   expiresAt: dateTime,
   expirationSeconds: int,
 });

@@ -1,6 +1,10 @@
 import type { Db } from '../db/create-database.js';
 
-export type RevocationKind = 'identity' | 'api_session';
+/**
+ * `identity`: its tokens below `generation` are refused; `api_session`: that session ended;
+ * `identity_facts`: facts shown to its tokens (e.g. its name) changed, no token is refused.
+ */
+export type RevocationKind = 'identity' | 'api_session' | 'identity_facts';
 
 export interface Revocation {
   id: number;

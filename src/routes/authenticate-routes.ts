@@ -99,7 +99,8 @@ export function currentSessionRoutes(router: Router, deps: RouteDeps): void {
         amr: p.amr,
         configTypes: p.configTypes,
         isCertExtendable: p.isCertExtendable,
-        isMfaRequired: p.mfaPending,
+        isMfaRequired: p.mfaRequired,
+        isMfaComplete: p.mfaComplete,
         expiresAt: p.expiresAt.toISOString(),
         expirationSeconds: Math.max(0, Math.floor((p.expiresAt.getTime() - Date.now()) / 1000)),
       });

@@ -10,8 +10,13 @@ import { parseInput } from '../schemas/parse-input.js';
 import { qrPng } from '../services/mfa/qr-code.js';
 import type { RouteDeps } from './route-deps.js';
 
-/** The amr of a session once its TOTP step is done (decisions.md §5 names the value `otp`). */
-export const withOtp = (amr: string[]): string[] => (amr.includes('otp') ? amr : [...amr, 'otp']);
+/**
+ * The amr of a session once its TOTP step is done (decisions.md §5 names the value `otp`): the
+ * primary credential and the code are two factors, hence `mfa` (RFC 8176).
+ */
+export const withOtp = (amr: string[]): string[] => [
+  ...new Set([...amr.filter((v) => v !== 'mfa'), 'otp', 'mfa']),
+];
 
 /** Completes the MFA step of a legacy session that still owes it. */
 export async function completeSessionMfa(deps: RouteDeps, principal: Principal): Promise<void> {

@@ -23,7 +23,8 @@ export interface IdentityContextDeps {
  * Identity facts for bearer requests, read once per identity and kept in memory (decisions §6:
  * no database read per request). Every change that matters to a token — deletion, disabling,
  * isAdmin, the policy or its secondary block — records an identity revocation, which drops the
- * entry here (`invalidate`) and refuses the older tokens anyway.
+ * entry here (`invalidate`) and refuses the older tokens anyway; a rename records a facts-only
+ * event, which drops the entry and refuses nothing.
  */
 export function createIdentityContextCache({ knex, ttlMs = 300_000, now = Date.now }: IdentityContextDeps) {
   const entries = new Map<string, { value: IdentityContext; at: number }>();

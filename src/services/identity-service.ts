@@ -66,7 +66,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
   const { knex, revocations } = deps;
   const now = deps.now ?? (() => new Date());
 
-  /** Runs `work` in a transaction; when it reports a revocation, publishes it after the commit. */
+  /** Runs `work` in a transaction; when it reports an identity event, publishes it after the commit. */
   async function write(work: (trx: Knex.Transaction) => Promise<boolean | void>): Promise<void> {
     const revoked = await withConstraintErrors(() => knex.transaction(work));
     if (revoked) await revocations.afterCommit();
@@ -87,7 +87,11 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       if (revoke) await revocations.revokeIdentity(trx, id, changes);
       else await identitiesRepository.update(trx, id, changes);
       if (roleAttributes !== undefined) await roleAttributesRepository.replace(trx, id, roleAttributes);
-      return revoke;
+      // A rename ends no access, but tokens show the name (userinfo, current-api-session, the
+      // TOTP label): every instance must drop its cached facts now, not at the cache's expiry.
+      const renamed = !revoke && u.name !== undefined && u.name !== current.name;
+      if (renamed) await revocations.recordIdentityChanged(trx, id);
+      return revoke || renamed;
     });
   }
 

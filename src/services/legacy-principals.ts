@@ -30,6 +30,8 @@ export function createLegacyPrincipals({ knex, sessions }: { knex: Knex; session
       configTypes: session.configTypes,
       isCertExtendable: session.isCertExtendable,
       mfaPending: session.mfaRequired && !session.mfaComplete,
+      mfaRequired: session.mfaRequired,
+      mfaComplete: session.mfaComplete,
       requireExtJwtSigner: policy?.secondary.requireExtJwt ?? null,
       externalId: identity.externalId,
     };

@@ -3,6 +3,10 @@ import { apiSessionsRepository } from '../repositories/api-sessions-repository.j
 import { identitiesRepository, type IdentityChanges } from '../repositories/identities-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
 
+// A facts event only has to outlive the identity facts cache (services/identity-context.ts, 300 s):
+// an instance that misses it for longer has reloaded the facts anyway.
+const FACTS_RETENTION_SECONDS = 900;
+
 /** Extra clean-up run in the same transaction, e.g. the OIDC grants of an identity. */
 export type IdentityRevocationHook = (trx: Db, identityId: string) => Promise<void>;
 
@@ -51,6 +55,19 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         subject: identityId,
         generation: null,
         expiresAt: expiry(),
+      });
+    },
+
+    /**
+     * A change of what tokens show of the identity (its name) that ends no access: every instance
+     * drops its cached facts, and no token is refused.
+     */
+    async recordIdentityChanged(trx: Db, identityId: string): Promise<void> {
+      await revocationsRepository.insert(trx, {
+        kind: 'identity_facts',
+        subject: identityId,
+        generation: null,
+        expiresAt: new Date(now().getTime() + FACTS_RETENTION_SECONDS * 1000),
       });
     },
 

@@ -59,8 +59,10 @@ export function createRevocationState({
     const expiresAt = r.expiresAt.getTime();
     if (expiresAt <= now()) return;
     if (r.kind === 'api_session') sessions.set(r.subject, Math.max(sessions.get(r.subject) ?? 0, expiresAt));
-    if (r.kind === 'identity') {
+    if (r.kind === 'identity' || r.kind === 'identity_facts') {
       for (const listener of identityListeners) listener(r.subject);
+    }
+    if (r.kind === 'identity') {
       const minGeneration = r.generation === null ? Infinity : r.generation;
       const current = identities.get(r.subject);
       identities.set(r.subject, {
@@ -140,7 +142,10 @@ export function createRevocationState({
     },
     refresh,
 
-    /** Called for every identity revocation applied (caches of identity facts drop their entry). */
+    /**
+     * Called for every identity event applied, a revocation or a change of its facts (caches of
+     * identity facts drop their entry).
+     */
     onIdentityRevoked(listener: (identityId: string) => void): void {
       identityListeners.push(listener);
     },

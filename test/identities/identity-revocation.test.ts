@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { oidcLogin } from '../helpers/oidc-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   CLIENT,
@@ -180,6 +181,33 @@ describe('deleting, disabling and changing identities ends their access', () => 
       headers: { 'svc-session': relogin.body.data.token },
     });
     expect(list.status).toBe(200);
+  });
+
+  test('a renamed identity shows its new name at once to its bearer tokens, which keep working', async () => {
+    const user = await enrolledUpdbUser(server, api, 'before-rename');
+    const { tokens } = await oidcLogin(server.client, {
+      method: 'password',
+      body: { username: user.username, password: user.password },
+    });
+    const headers = { authorization: `Bearer ${tokens.access_token}` };
+    const nameNow = async () => ({
+      session: (await server.client.get(`${CLIENT}/current-api-session`, { headers })).body.data.identity
+        .name,
+      userinfo: (await server.client.get('/oidc/userinfo', { headers })).body.name,
+    });
+    const before = await nameNow(); // the identity's facts are now cached
+
+    const renamed = await api.patch(`/identities/${user.id}`, { body: { name: 'after-rename' } });
+    const after = await nameNow();
+    const enrollment = await server.client.post(`${CLIENT}/current-identity/mfa`, { headers });
+
+    expect(before).toEqual({ session: 'before-rename', userinfo: 'before-rename' });
+    expect(renamed.status).toBe(200);
+    expect(after).toEqual({ session: 'after-rename', userinfo: 'after-rename' });
+    expect(enrollment.status).toBe(201);
+    expect(new URL(enrollment.body.data.provisioningUrl).pathname).toContain('after-rename');
+    expect((await knex()('identities').where({ id: user.id }).first()).token_generation).toBe(0);
+    expect((await knex()('api_sessions').where({ identity_id: user.id })).length).toBeGreaterThanOrEqual(1);
   });
 
   test('the admin TOTP reset removes the TOTP configuration and ends the sessions', async () => {

@@ -83,7 +83,12 @@ describe('TOTP for legacy sessions (authenticate + authenticate/mfa)', () => {
     expect(verify.status).toBe(200);
     expect(allowed.status).toBe(200);
     expect(allowed.body.data.isMfaEnabled).toBe(true);
-    expect(session.body.data).toMatchObject({ isMfaRequired: false, amr: ['pwd', 'otp'] });
+    // The same pair as the authenticate answer: required by the policy, and now done (RFC 8176 mfa).
+    expect(session.body.data).toMatchObject({
+      isMfaRequired: true,
+      isMfaComplete: true,
+      amr: ['pwd', 'otp', 'mfa'],
+    });
   });
 
   test('a verified TOTP makes later logins owe it even without the policy flag; a code completes them', async () => {

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { generateRootCa } from '../../src/crypto/pki.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
+  DEFAULT_REDIRECT_URI,
   exchangeCode,
+  newPkce,
   followToCallback,
   passwordLogin,
   startAuthorization,
@@ -174,6 +176,38 @@ describe('OIDC login endpoints (spec 3.1, 4.2; decisions.md §5)', () => {
     expect(second.sub).toBe(user.id);
     expect(first.sub).not.toBe(second.sub);
     expect(new Set([first.z_asid, second.z_asid, third.z_asid]).size).toBe(3);
+  });
+
+  test('an authorization request whose scope lacks openid is refused: invalid_scope to a trusted redirect_uri, else 400', async () => {
+    const query = (redirectUri: string, scope: string | undefined) => {
+      const params = new URLSearchParams({
+        response_type: 'code',
+        client_id: 'svc',
+        redirect_uri: redirectUri,
+        state: 'st-123',
+        code_challenge: newPkce().challenge,
+        code_challenge_method: 'S256',
+      });
+      if (scope !== undefined) params.set('scope', scope);
+      return `/oidc/authorization?${params}`;
+    };
+
+    const noOpenid = await server.client.get(query(DEFAULT_REDIRECT_URI, 'offline_access'));
+    const noScope = await server.client.get(query(DEFAULT_REDIRECT_URI, undefined));
+    const untrusted = await server.client.get(query('https://attacker.example/cb', 'offline_access'));
+
+    for (const refused of [noOpenid, noScope]) {
+      expect(refused.status).toBe(303);
+      const location = new URL(refused.header('location')!);
+      expect(`${location.origin}${location.pathname}`).toBe(DEFAULT_REDIRECT_URI);
+      expect(location.searchParams.get('error')).toBe('invalid_scope');
+      expect(location.searchParams.get('state')).toBe('st-123');
+      expect(location.searchParams.get('iss')).toBe(`${server.url}/oidc`);
+      expect(location.searchParams.get('code')).toBeNull();
+    }
+    expect(untrusted.status).toBe(400);
+    expect(untrusted.header('location')).toBeUndefined();
+    expect((untrusted.body as { error: string }).error).toBe('invalid_redirect_uri');
   });
 
   test('wrong credentials answer 401 INVALID_AUTH and the auth request stays usable', async () => {

@@ -3,7 +3,8 @@ import { importJWK, SignJWT } from 'jose';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { passwordLogin, refreshTokens, type TokenSet } from '../helpers/oidc-client.js';
 import { enrolledUpdbUser, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
-import { currentSigningJwk, payloadOf } from './oidc-fixtures.js';
+import * as oc from 'openid-client';
+import { currentSigningJwk, discoverClient, issuerOf, payloadOf } from './oidc-fixtures.js';
 
 describe('userinfo, end_session, revocation and bearer tokens on the Edge APIs', () => {
   let server: TestServer;
@@ -82,9 +83,61 @@ describe('userinfo, end_session, revocation and bearer tokens on the Edge APIs',
     expect(post.body).toEqual(get.body);
     expect(idToken.status).toBe(401);
     expect(none.status).toBe(401);
-    expect(none.headerAll('www-authenticate')).toEqual([
-      'Bearer realm="svc-oidc", error="missing", error_description="no matching token was provided"',
+  });
+
+  test('userinfo refuses tokens as RFC 6750 §3.1 says: invalid_token with a description, nothing when no token came', async () => {
+    const tokens = await login();
+    const jwk = await currentSigningJwk(server);
+    const claims = payloadOf(tokens.access_token);
+    const expired = await new SignJWT({
+      ...claims,
+      iat: claims.iat - 3600,
+      exp: Math.floor(Date.now() / 1000) - 60,
+    })
+      .setProtectedHeader({ alg: 'RS256', kid: jwk.kid as string, typ: 'at+jwt' })
+      .sign(await importJWK(jwk, 'RS256'));
+
+    const none = await server.client.get('/oidc/userinfo');
+    const refused = await Promise.all(
+      [expired, tokens.id_token, 'not-a-jwt'].map((t) => server.client.get('/oidc/userinfo', bearer(t))),
+    );
+    const postedExpired = await server.client.post('/oidc/userinfo', bearer(expired));
+    const edge = await server.client.get('/edge/client/v1/current-identity', bearer(expired));
+
+    expect(none.status).toBe(401);
+    expect(none.headerAll('www-authenticate')).toEqual(['Bearer realm="svc-oidc"']);
+    expect(none.body).toEqual({});
+    const [expiredRes, idTokenRes, garbageRes] = refused;
+    for (const [res, description] of [
+      [expiredRes, 'token expired'],
+      [postedExpired, 'token expired'],
+      [idTokenRes, 'token is invalid'],
+      [garbageRes, 'token is invalid'],
+    ] as const) {
+      expect(res.status).toBe(401);
+      expect(res.headerAll('www-authenticate')).toEqual([
+        `Bearer realm="svc-oidc", error="invalid_token", error_description="${description}"`,
+      ]);
+      expect(res.body).toEqual({ error: 'invalid_token', error_description: description });
+    }
+    // The Edge APIs keep their own challenges (decisions of spec 7.1).
+    expect(edge.headerAll('www-authenticate')).toEqual([
+      'Bearer realm="svc-oidc", error="expired", error_description="token expired"',
     ]);
+  });
+
+  test('openid-client reads the userinfo refusal as an invalid_token challenge', async () => {
+    const { config, close } = await discoverClient(server, issuerOf(server));
+    try {
+      const error = await oc.fetchUserInfo(config, 'not-a-jwt', oc.skipSubjectCheck).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(oc.WWWAuthenticateChallengeError);
+      const challenge = (error as oc.WWWAuthenticateChallengeError).cause[0]!;
+      expect(challenge.scheme).toBe('bearer');
+      expect(challenge.parameters).toMatchObject({ realm: 'svc-oidc', error: 'invalid_token' });
+    } finally {
+      await close();
+    }
   });
 
   test('end_session (GET) with an ID token hint ends the API session and redirects to an allowed URI', async () => {

@@ -9,7 +9,7 @@ import {
   startAuthorization,
   submitLogin,
 } from '../helpers/oidc-client.js';
-import { managementApi } from '../identities/identity-fixtures.js';
+import { enrolledUpdbUser, managementApi } from '../identities/identity-fixtures.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -80,6 +80,28 @@ async function eventually(check: () => Promise<boolean>, deadlineMs = 15_000): P
 
     expect(callback.iss).toBe(`${a.url}/oidc`);
     expect(token.status).toBe(200);
+  });
+
+  test('a rename on one instance shows at once there and, once its event arrives, on the other; tokens keep working', async () => {
+    const api = managementApi(a, await a.adminToken());
+    const user = await enrolledUpdbUser(a, api, 'two-instances-rename');
+    const { tokens } = await passwordLogin(a.client, user.username, user.password);
+    const headers = { authorization: `Bearer ${tokens.access_token}` };
+    const nameOn = async (s: TestServer) => {
+      const res = await s.client.get('/edge/client/v1/current-api-session', { headers });
+      return res.status === 200 ? (res.body.data.identity.name as string) : `status ${res.status}`;
+    };
+    const userinfoOn = async (s: TestServer) => (await s.client.get('/oidc/userinfo', { headers })).body.name;
+    // Both instances cache the identity's facts.
+    expect([await nameOn(a), await nameOn(b)]).toEqual(['two-instances-rename', 'two-instances-rename']);
+
+    const renamed = await api.patch(`/identities/${user.id}`, { body: { name: 'two-instances-renamed' } });
+
+    expect(renamed.status).toBe(200);
+    expect(await nameOn(a)).toBe('two-instances-renamed');
+    // B learns of it by NOTIFY or its catch-up read (each second), far before its cache would expire.
+    expect(await eventually(async () => (await nameOn(b)) === 'two-instances-renamed', 5_000)).toBe(true);
+    expect(await userinfoOn(b)).toBe('two-instances-renamed');
   });
 
   test('a rotation on one instance is published and then used for signing by the other; old tokens stay valid', async () => {

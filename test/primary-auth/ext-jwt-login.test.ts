@@ -299,6 +299,30 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
     expect(viaCert.status).toBe(200);
   });
 
+  test('with JWTs of two signers, the one the policy allows as primary logs in, in either header order', async () => {
+    const policyId = await createPolicy({
+      name: 'cert-primary-jwks-secondary',
+      primary: { extJwt: { allowed: true, allowedSigners: [certSignerId] } },
+      secondary: { requireExtJwt: jwksSignerId },
+    });
+    const id = await user('two-signer-user', { authPolicyId: policyId });
+    const primary = await signJwt(certPrivateKey, 'ext-two-signer-user', { iss: CERT_ISSUER, alg: 'ES256' });
+    const secondary = await signJwt(key1.privateKey, 'ext-two-signer-user', { kid: 'key-1' });
+
+    const primaryFirst = await jwtLogin([primary, secondary]);
+    const secondaryFirst = await jwtLogin([secondary, primary]);
+    const secondaryOnly = await jwtLogin(secondary);
+
+    for (const res of [primaryFirst, secondaryFirst]) {
+      expect(res.status).toBe(200);
+      expect(res.body.data.identityId).toBe(id);
+    }
+    expect(secondaryOnly.status).toBe(401);
+    expect(secondaryOnly.headerAll('www-authenticate')).toEqual([
+      challenge('invalid', jwksSignerId, JWKS_ISSUER),
+    ]);
+  });
+
   test('a disabled identity is refused', async () => {
     const id = await user('disabled-jwt-user');
     await api.post(`/identities/${id}/disable`, { body: { durationMinutes: 0 } });

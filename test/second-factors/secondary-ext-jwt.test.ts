@@ -149,6 +149,47 @@ describe('the secondary external JWT (spec 5.3 item 2, 4.2 note 3, 7.1 case 5)',
       });
 
       expect(payloadOf(tokens.access_token)).toMatchObject({ sub: user.id, amr: ['ext-jwt'] });
+      const stored = await server.app
+        .knex('api_sessions')
+        .where({ id: payloadOf(tokens.access_token).z_asid })
+        .first();
+      expect(stored.mfa_complete).toBe(false);
+    });
+
+    test('an ext-jwt login with JWTs of two signers, in either order: amr ext-jwt and mfa, the session MFA-complete', async () => {
+      const primaryIdp = await createIdp(api, 'primary-of-two');
+      const twoSigners = await createPolicy(api, 'two-signers', {
+        primary: { extJwt: { allowed: true, allowedSigners: [primaryIdp.id] } },
+        secondary: { requireExtJwt: idp.id },
+      });
+      const user = await userOf('login-two-signers', twoSigners);
+      const primaryJwt = await primaryIdp.jwt(`ext-${user.name}`);
+      const secondaryJwt = await jwtOf(user);
+
+      for (const order of [
+        [primaryJwt, secondaryJwt],
+        [secondaryJwt, primaryJwt],
+      ]) {
+        const { tokens } = await oidcLogin(server.client, {
+          method: 'ext-jwt',
+          body: {},
+          headers: bearer(...order),
+        });
+        const claims = payloadOf(tokens.access_token);
+        const stored = await server.app.knex('api_sessions').where({ id: claims.z_asid }).first();
+        const session = await server.client.get('/edge/client/v1/current-api-session', {
+          headers: bearer(tokens.access_token, secondaryJwt),
+        });
+
+        expect(claims).toMatchObject({ sub: user.id, amr: ['ext-jwt', 'mfa'] });
+        expect(payloadOf(tokens.id_token).amr).toEqual(['ext-jwt', 'mfa']);
+        expect(stored.mfa_complete).toBe(true);
+        expect(session.body.data).toMatchObject({
+          amr: ['ext-jwt', 'mfa'],
+          isMfaRequired: true,
+          isMfaComplete: true,
+        });
+      }
     });
 
     test('both factors: each is listed, satisfied ones stay satisfied, and the JWT resubmission completes', async () => {

@@ -163,7 +163,7 @@ export function createExtJwtMethod({
     if (allowedSigners.length > 0 && !allowedSigners.includes(signer.id))
       throw refuse('signer not allowed by policy');
     if (isDisabled(identity, now())) throw refuse('identity disabled or locked');
-    return { identity, policy, amr: ['ext-jwt'], isCertExtendable: false };
+    return { identity, policy, amr: ['ext-jwt'], isCertExtendable: false, signerId: signer.id };
   }
 
   function tokensFrom(signers: ExternalJwtSigner[], tokens: string[]) {
@@ -186,6 +186,9 @@ export function createExtJwtMethod({
         });
       }
       const failures = new Map<string, Challenge>();
+      let refused: AppError | undefined;
+      // With the secondary factor's JWT beside it, the primary is whichever token the policy
+      // admits as primary, in any header order; a refusal is reported only when none is.
       for (const { token, signer } of candidates) {
         let payload: JWTPayload;
         try {
@@ -194,8 +197,14 @@ export function createExtJwtMethod({
           failures.set(signer.id, challenge('svc-primary-ext-jwt', failureOf(err), signer));
           continue;
         }
-        return admit(signer, payload);
+        try {
+          return await admit(signer, payload);
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          refused ??= err;
+        }
       }
+      if (refused) throw refused;
       throw new AppError('INVALID_AUTH', {
         detail: 'external JWT did not verify',
         challenges: [...failures.values()].slice(0, MAX_CHALLENGES),

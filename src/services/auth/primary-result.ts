@@ -9,4 +9,6 @@ export interface PrimaryAuthResult {
   amr: string[];
   /** True when the session rests on a certificate from our own PKI (z_ice). */
   isCertExtendable: boolean;
+  /** The external JWT signer whose token authenticated (ext-jwt only). */
+  signerId?: string;
 }
