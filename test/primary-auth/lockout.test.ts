@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { expectError } from '../helpers/expect-error.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   enrolledUpdbUser,
@@ -130,26 +131,44 @@ describe('password lockout (decisions.md §7)', () => {
       .merge();
 
     const res = await passwordLogin(server, user.username, user.password);
+    const counted = await failures(user.id);
+    await passwordLogin(server, user.username, 'wrong');
+    const afterHundredth = await passwordLogin(server, user.username, user.password);
 
     expect(res.status).toBe(200);
+    // The 99 stay counted (the success gives back only its own attempt), so one more failure
+    // reaches the ceiling and the right password is refused from then on.
+    expect(counted).toMatchObject({ in_window: 99, consecutive: 0 });
+    expectError(afterHundredth, { status: 401, code: 'INVALID_AUTH' });
   });
 
   test('failures older than an hour do not count towards the ceiling', async () => {
-    const user = await enrolledUpdbUser(server, api, 'old-failures-user');
-    await server.app
-      .knex('login_failures')
-      .insert({
-        identity_id: user.id,
-        consecutive: 0,
-        in_window: 100,
-        window_started_at: new Date(Date.now() - 2 * 3600_000),
-      })
-      .onConflict('identity_id')
-      .merge();
+    const old = await enrolledUpdbUser(server, api, 'old-failures-user');
+    const recent = await enrolledUpdbUser(server, api, 'recent-failures-user');
+    const hundredFailuresSince = (identityId: string, msAgo: number) =>
+      server.app
+        .knex('login_failures')
+        .insert({
+          identity_id: identityId,
+          consecutive: 0,
+          in_window: 100,
+          window_started_at: new Date(Date.now() - msAgo),
+        })
+        .onConflict('identity_id')
+        .merge();
+    await hundredFailuresSince(old.id, 3600_000 + 60_000);
+    await hundredFailuresSince(recent.id, 3600_000 - 60_000);
 
-    const res = await passwordLogin(server, user.username, user.password);
+    const res = await passwordLogin(server, old.username, old.password);
+    const control = await passwordLogin(server, recent.username, recent.password);
 
     expect(res.status).toBe(200);
+    // A new window started with this login; the old hundred are gone from the count.
+    const row = await failures(old.id);
+    expect(row.in_window).toBe(0);
+    expect(new Date(row.window_started_at).getTime()).toBeGreaterThan(Date.now() - 60_000);
+    // Control: the same hundred failures a minute inside the hour do refuse.
+    expectError(control, { status: 401, code: 'INVALID_AUTH' });
   });
 
   test('an unknown username and a wrong password get the same 401 body', async () => {
