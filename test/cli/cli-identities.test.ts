@@ -100,9 +100,25 @@ describe('svc edge and svc keys', () => {
       expect(policy.status).toBe(201);
       const policyId = policy.body.data.id as string;
 
-      const long = await svc(['edge', 'create', 'identity', 'user', 'cli-policy-user', '--auth-policy', policyId]);
+      const long = await svc([
+        'edge',
+        'create',
+        'identity',
+        'user',
+        'cli-policy-user',
+        '--auth-policy',
+        policyId,
+      ]);
       const short = await svc(['edge', 'create', 'identity', 'device', 'cli-policy-device', '-P', policyId]);
-      const unknown = await svc(['edge', 'create', 'identity', 'device', 'cli-policy-x', '-P', 'no-such-policy']);
+      const unknown = await svc([
+        'edge',
+        'create',
+        'identity',
+        'device',
+        'cli-policy-x',
+        '-P',
+        'no-such-policy',
+      ]);
 
       expect(long.code).toBe(0);
       expect(short.code).toBe(0);

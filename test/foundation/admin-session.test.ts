@@ -8,7 +8,9 @@ describe('admin login and legacy sessions', () => {
   beforeAll(async () => {
     server = await startTestServer({ env: { SVC_EDGE_API_SESSION_TIMEOUT: '3s' } });
   });
-  afterEach(() => jest.useRealTimers());
+  afterEach(() => {
+    jest.useRealTimers();
+  });
   afterAll(() => server.close());
 
   const login = (username: string, password: string, api = 'management') =>

@@ -63,7 +63,9 @@ describe('configured tls.* and pki.signing* PEM files replace the generated PKI 
 
     expect(presented.fingerprint256).toBe(new X509Certificate(serverCert.certPem).fingerprint256);
     // The published bundle is the configured CA and the signing CA, each one readable block.
-    const bundle = server.app.pki.caBundlePem.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----\n/g);
+    const bundle = server.app.pki.caBundlePem.match(
+      /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----\n/g,
+    );
     expect(bundle?.map((pem) => new X509Certificate(pem).fingerprint256)).toEqual(
       [root, signing].map((c) => new X509Certificate(c.certPem).fingerprint256),
     );

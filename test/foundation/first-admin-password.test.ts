@@ -1,10 +1,14 @@
-import { afterAll, afterEach, describe, expect, test } from '@jest/globals';
+import { afterAll, afterEach, describe, expect, jest, test } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHttpsClient } from '../helpers/https-client.js';
 import { spawnController, waitListening, type SpawnedController } from '../helpers/spawn-controller.js';
 import { createTestDatabaseUrl } from '../helpers/test-database.js';
+
+// Each test starts controller processes (tsx, migrations, PKI): minutes, not seconds, on a
+// loaded machine; waitListening's own deadline reports a start that never comes.
+jest.setTimeout(240_000);
 
 const running: SpawnedController[] = [];
 afterEach(async () => {

@@ -61,7 +61,7 @@ export async function spawnController(
 }
 
 /** Waits until the process logs that it listens, or exits. */
-export async function waitListening(c: SpawnedController, timeoutMs = 45_000): Promise<void> {
+export async function waitListening(c: SpawnedController, timeoutMs = 120_000): Promise<void> {
   const start = Date.now();
   while (!c.output().includes('controller listening')) {
     if (c.child.exitCode !== null) throw new Error(`controller exited ${c.child.exitCode}: ${c.output()}`);

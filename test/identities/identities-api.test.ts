@@ -9,7 +9,6 @@ import {
   enrolledUpdbUser,
   identityDetail,
   managementApi,
-  passwordLogin,
   type ManagementApi,
 } from './identity-fixtures.js';
 
@@ -241,7 +240,10 @@ describe('identities of the management API', () => {
     });
     expect(signer.status).toBe(201);
     const policy = await api.post('/auth-policies', {
-      body: { name: 'rule-4-jwt', primary: { extJwt: { allowed: true, allowedSigners: [signer.body.data.id] } } },
+      body: {
+        name: 'rule-4-jwt',
+        primary: { extJwt: { allowed: true, allowedSigners: [signer.body.data.id] } },
+      },
     });
     expect(policy.status).toBe(201);
     const authPolicyId = policy.body.data.id as string;

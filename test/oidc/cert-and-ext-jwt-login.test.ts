@@ -152,7 +152,11 @@ describe('OIDC login with a client certificate (mutual TLS) and with an external
     const challenge = (error: string, description: string) =>
       `Bearer realm="svc-primary-ext-jwt", error="${error}", error_description="${description}", ` +
       `id="${signer.body.data.id}", issuer="https://idp.oidc-test.example"`;
-    expectError(wrong, { status: 401, code: 'INVALID_AUTH', challenge: challenge('invalid', 'token is invalid') });
+    expectError(wrong, {
+      status: 401,
+      code: 'INVALID_AUTH',
+      challenge: challenge('invalid', 'token is invalid'),
+    });
     const expiredJwt = await new SignJWT({})
       .setProtectedHeader({ alg: 'ES256' })
       .setIssuer('https://idp.oidc-test.example')
@@ -166,6 +170,10 @@ describe('OIDC login with a client certificate (mutual TLS) and with an external
       await startAuthorization(server.client, { method: 'ext-jwt' }),
       { body: {}, headers: { authorization: `Bearer ${expiredJwt}` } },
     );
-    expectError(expired, { status: 401, code: 'INVALID_AUTH', challenge: challenge('expired', 'token expired') });
+    expectError(expired, {
+      status: 401,
+      code: 'INVALID_AUTH',
+      challenge: challenge('expired', 'token expired'),
+    });
   });
 });

@@ -33,7 +33,9 @@ describe('expiry of auth requests, codes, refresh tokens and refresh chains (doc
       },
     });
   });
-  afterEach(() => jest.useRealTimers());
+  afterEach(() => {
+    jest.useRealTimers();
+  });
   afterAll(() => server.close());
 
   test('an auth request can be used for 10 minutes and not after', async () => {

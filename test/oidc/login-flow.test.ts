@@ -7,6 +7,7 @@ import {
   passwordLogin,
   startAuthorization,
   submitLogin,
+  type StartedAuthorization,
 } from '../helpers/oidc-client.js';
 import { enrolledUpdbUser, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 import { payloadOf } from './oidc-fixtures.js';
@@ -255,11 +256,13 @@ describe('OIDC login endpoints (spec 3.1, 4.2; decisions.md §5)', () => {
     // Each auth request has passed the password step for its identity and owes a TOTP code, so
     // it is bound to that identity when the identity goes away.
     const [deleted, disabled, untouched] = await Promise.all(
-      ['oidc-deleted-midway', 'oidc-disabled-midway', 'oidc-untouched-midway'].map((n) => createUser(server, n)),
+      ['oidc-deleted-midway', 'oidc-disabled-midway', 'oidc-untouched-midway'].map((n) =>
+        createUser(server, n),
+      ),
     );
-    const totps = [];
+    const totps: Awaited<ReturnType<typeof enrollTotp>>[] = [];
     for (const user of [deleted, disabled, untouched]) totps.push(await enrollTotp(server, user));
-    const pending = [];
+    const pending: StartedAuthorization[] = [];
     for (const user of [deleted, disabled, untouched]) {
       const partial = await partialLogin(server.client, user);
       expect(partial.response.status).toBe(200);
