@@ -115,7 +115,7 @@ describeWithPostgres('two controller processes on one PostgreSQL database', () =
     expect((await me(onB, token.body.access_token)).status).toBe(200);
   });
 
-  // The one-second bound of decisions.md is the catch-up poll's interval; these tests wait for the
+  // The one-second propagation bound is the catch-up poll's interval; these tests wait for the
   // revocation itself, since wall-clock bounds fail on a loaded machine without a fault.
   test('deleting the identity on B makes its access token fail on A', async () => {
     const user = await userWithPassword('lovelace');

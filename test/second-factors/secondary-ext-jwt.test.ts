@@ -284,7 +284,7 @@ describe('the secondary external JWT (spec 5.3 item 2, 4.2 note 3, 7.1 case 5)',
       expect(
         (await api.patch(`/external-jwt-signers/${ownIdp.id}`, { body: { enabled: false } })).status,
       ).toBe(200);
-      // Every instance drops its cached signer after its one-second TTL (decisions.md §1); wait
+      // Every instance drops its cached signer after its one-second TTL; wait
       // for that event rather than counting polls.
       const after = await waitFor(
         async () => {
