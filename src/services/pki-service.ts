@@ -81,11 +81,13 @@ export async function ensurePki(o: PkiOptions): Promise<PkiMaterial> {
         });
     return { root, signing, server };
   });
+  // One newline-terminated block each: split blocks end at `-----END CERTIFICATE-----`, and joined
+  // without a separator they would run into one unreadable bundle.
   const caCertsPem = [
     // The operator's own file, read once at start: no bound on how many CAs it lists.
     ...(o.tls.ca ? splitPemBundle(readPem(o.tls.ca), Number.POSITIVE_INFINITY) : [generated.root.certPem]),
     ...splitPemBundle(generated.signing.certPem),
-  ];
+  ].map((pem) => `${pem.trim()}\n`);
   const material: PkiMaterial = {
     signingCa: generated.signing,
     server: generated.server,

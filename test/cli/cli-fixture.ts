@@ -19,7 +19,7 @@ export interface CliFixture {
   caFile: string;
   admin: { 'svc-session': string };
   svc(args: string[], o?: { input?: string; home?: string }): Promise<SvcResult>;
-  api: { get(path: string): Promise<TestResponse> };
+  api: { get(path: string): Promise<TestResponse>; post(path: string, body: unknown): Promise<TestResponse> };
   /** The identity detail (decisions.md §3) of the one identity with that name. */
   detailByName(name: string): Promise<any>;
   close(): Promise<void>;
@@ -32,7 +32,10 @@ export async function startCliFixture(): Promise<CliFixture> {
   const caFile = join(server.dataDir, 'pki', 'ca.pem');
   const admin = { 'svc-session': await server.adminToken() };
   const svc: CliFixture['svc'] = (args, o = {}) => runSvc(args, { home: o.home ?? home, input: o.input });
-  const api = { get: (path: string) => server.client.get(`${MGMT}${path}`, { headers: admin }) };
+  const api = {
+    get: (path: string) => server.client.get(`${MGMT}${path}`, { headers: admin }),
+    post: (path: string, body: unknown) => server.client.post(`${MGMT}${path}`, { headers: admin, body }),
+  };
   const detailByName = async (name: string) => {
     const res = await api.get(`/identities?filter=${encodeURIComponent(`name = "${name}"`)}`);
     expect(res.body.data).toHaveLength(1);

@@ -84,11 +84,52 @@ describe('svc edge and svc keys', () => {
     });
 
     test('a duplicate name is reported with the API error code and nothing else changes', async () => {
+      const before = await detailByName('cli-device-1');
+
       const res = await svc(['edge', 'create', 'identity', 'device', 'cli-device-1']);
 
       expect(res.code).toBe(1);
       expect(oneLine(res.stderr)).toBe(true);
-      expect(res.stderr).toMatch(/^svc: .*\((CONFLICT|COULD_NOT_VALIDATE)/);
+      expect(res.stderr).toMatch(/^svc: .*\(CONFLICT\b/);
+      const same = await api.get(`/identities?filter=${encodeURIComponent('name = "cli-device-1"')}`);
+      expect(same.body.data.map((i: { id: string }) => i.id)).toEqual([before.id]);
+    });
+
+    test('create identity with --auth-policy (and -P) binds the identity to that policy', async () => {
+      const policy = await api.post('/auth-policies', { name: 'cli-policy-1' });
+      expect(policy.status).toBe(201);
+      const policyId = policy.body.data.id as string;
+
+      const long = await svc([
+        'edge',
+        'create',
+        'identity',
+        'user',
+        'cli-policy-user',
+        '--auth-policy',
+        policyId,
+      ]);
+      const short = await svc(['edge', 'create', 'identity', 'device', 'cli-policy-device', '-P', policyId]);
+      const unknown = await svc([
+        'edge',
+        'create',
+        'identity',
+        'device',
+        'cli-policy-x',
+        '-P',
+        'no-such-policy',
+      ]);
+
+      expect(long.code).toBe(0);
+      expect(short.code).toBe(0);
+      expect((await detailByName('cli-policy-user')).authPolicyId).toBe(policyId);
+      expect((await detailByName('cli-policy-device')).authPolicyId).toBe(policyId);
+      const plain = await svc(['edge', 'create', 'identity', 'device', 'cli-policy-plain']);
+      expect(plain.code).toBe(0);
+      expect((await detailByName('cli-policy-plain')).authPolicyId).toBe('default');
+      expect(unknown.code).toBe(1);
+      expect(oneLine(unknown.stderr)).toBe(true);
+      expect(unknown.stderr).toMatch(/^svc: .*\((NOT_FOUND|COULD_NOT_VALIDATE)\b.*authPolicyId/);
     });
 
     test.each([

@@ -1,10 +1,15 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, jest, test } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import { useMovableClock } from '../helpers/movable-clock.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 
 describe('admin login and legacy sessions', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({ env: { SVC_EDGE_API_SESSION_TIMEOUT: '3s' } });
+  });
+  afterEach(() => {
+    jest.useRealTimers();
   });
   afterAll(() => server.close());
 
@@ -35,8 +40,31 @@ describe('admin login and legacy sessions', () => {
       isDefaultAdmin: true,
     });
     expect(me.body.data.authenticators.updb.username).toBe(ADMIN_USERNAME);
-    expect(Number(me.header('expiration-seconds'))).toBeGreaterThan(0);
-    expect(new Date(me.header('expires-at')!).getTime()).toBeGreaterThan(Date.now());
+  });
+
+  test('expiration-seconds and expires-at (RFC 3339) state the real expiry of the session', async () => {
+    const token = (await login(ADMIN_USERNAME, ADMIN_PASSWORD, 'client')).body.data.token;
+
+    const before = Date.now();
+    const me = await server.client.get('/edge/client/v1/current-identity', {
+      headers: { 'svc-session': token },
+    });
+    const after = Date.now();
+
+    expect(me.status).toBe(200);
+    const row = await server.app
+      .knex('api_sessions')
+      .where({ token_hash: createHash('sha256').update(token).digest('hex') })
+      .first('expires_at');
+    const expiresAt = new Date(row.expires_at).getTime();
+    const header = me.header('expires-at')!;
+    expect(header).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
+    expect(new Date(header).getTime()).toBe(expiresAt);
+    // Counted down from some instant while the request was being served.
+    const seconds = Number(me.header('expiration-seconds'));
+    expect(Number.isInteger(seconds)).toBe(true);
+    expect(seconds).toBeGreaterThanOrEqual(Math.floor((expiresAt - after) / 1000));
+    expect(seconds).toBeLessThanOrEqual(Math.floor((expiresAt - before) / 1000));
   });
 
   test('a wrong password and an unknown username get the same 401 body', async () => {
@@ -71,13 +99,17 @@ describe('admin login and legacy sessions', () => {
   });
 
   test('a session slides while used and expires after the timeout without use', async () => {
+    // The clock is moved rather than slept on: a loaded machine cannot stretch a 1.5 s pause past
+    // the 3 s timeout, and the test does not wait for seconds. Only Date is faked (timers stay real).
+    useMovableClock();
+    const start = Date.now();
     const token = (await login(ADMIN_USERNAME, ADMIN_PASSWORD, 'client')).body.data.token;
     const headers = { 'svc-session': token };
-    for (let i = 0; i < 3; i++) {
-      await new Promise((r) => setTimeout(r, 1500));
+    for (let i = 1; i <= 3; i++) {
+      jest.setSystemTime(start + i * 2500);
       expect((await server.client.get('/edge/client/v1/current-api-session', { headers })).status).toBe(200);
     }
-    await new Promise((r) => setTimeout(r, 3300));
+    jest.setSystemTime(start + 3 * 2500 + 3100);
     const expired = await server.client.get('/edge/client/v1/current-api-session', { headers });
     expect(expired.status).toBe(401);
     expect(expired.headerAll('www-authenticate')).toEqual([

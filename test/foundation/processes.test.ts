@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from '@jest/globals';
+import { afterEach, describe, expect, jest, test } from '@jest/globals';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,8 +6,13 @@ import { connect } from 'node:tls';
 import pg from 'pg';
 import { createHttpsClient } from '../helpers/https-client.js';
 import { spawnController, waitListening, type SpawnedController } from '../helpers/spawn-controller.js';
-import { createTestDatabaseUrl, usingPostgres } from '../helpers/test-database.js';
+import { createTestDatabaseUrl, describeWithPostgres } from '../helpers/test-database.js';
 import { startTestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+// Each test starts controller processes (tsx, migrations, PKI): minutes, not seconds, on a
+// loaded machine; waitListening's own deadline reports a start that never comes.
+jest.setTimeout(240_000);
 
 const running: SpawnedController[] = [];
 afterEach(async () => {
@@ -35,22 +40,33 @@ describe('the controller process', () => {
     const body = JSON.stringify({ username: 'admin', password: 'admin-password-1' });
     let response = '';
     socket.on('data', (d) => (response += d));
+    // `Expect: 100-continue` makes the server say when it has the request in hand (RFC 9110
+    // §10.1.1), so the signal is sent after that event instead of after a guessed pause.
     socket.write(
       `POST /edge/management/v1/authenticate?method=password HTTP/1.1\r\nHost: localhost:${c.port}\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`,
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n` +
+        `Connection: close\r\n\r\n${body.slice(0, 10)}`,
     );
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => response.includes('100 Continue'), { what: 'the server to take the request' });
     c.child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 300));
-    const refused = await new Promise<string>((resolve) => {
-      const late = connect({ host: '127.0.0.1', port: c.port, ca: c.ca(), servername: 'localhost' });
-      late.once('secureConnect', () => resolve('connected'));
-      late.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+    await waitFor(() => c.output().includes('stopping: finishing in-flight requests'), { what: 'the stop' });
+    const attempt = () =>
+      new Promise<string>((resolve) => {
+        const late = connect({ host: '127.0.0.1', port: c.port, ca: c.ca(), servername: 'localhost' });
+        late.once('secureConnect', () => {
+          late.destroy();
+          resolve('connected');
+        });
+        late.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+      });
+    const refused = await waitFor(async () => (await attempt()) === 'ECONNREFUSED', {
+      interval: 100,
+      what: 'new connections to be refused',
     });
-    expect(refused).toBe('ECONNREFUSED');
+    expect(refused).toBe(true);
     socket.write(body.slice(10));
     await new Promise<void>((r) => socket.once('end', () => r()));
-    expect(response).toMatch(/^HTTP\/1\.1 200 OK/);
+    expect(response).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK/);
     expect(response).toContain('"token"');
     expect(await c.exited).toBe(0);
     expect(c.output()).toContain('stopping: finishing in-flight requests');
@@ -94,7 +110,7 @@ describe('the controller process', () => {
   });
 });
 
-(usingPostgres ? describe : describe.skip)('several processes on one PostgreSQL database', () => {
+describeWithPostgres('several processes on one PostgreSQL database', () => {
   test('two processes started at once on an empty database both come up; migrations ran once', async () => {
     const db = (await createTestDatabaseUrl())!;
     try {

@@ -28,19 +28,23 @@ export async function freePort(): Promise<number> {
 export async function spawnController(
   env: Record<string, string>,
   port?: number,
+  /** Default variables to leave out, e.g. SVC_ADMIN_PASSWORD to have one generated. */
+  unset: string[] = [],
 ): Promise<SpawnedController> {
   const p = port ?? (await freePort());
   let out = '';
+  const fullEnv: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    SVC_ADDRESS: `127.0.0.1:${p}`,
+    LOG_LEVEL: 'info',
+    SVC_MASTER_KEY: 'c3ZjLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcy0hISE=',
+    SVC_ADMIN_PASSWORD: 'admin-password-1',
+    ...env,
+  };
+  for (const name of unset) delete fullEnv[name];
   const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'src', 'main.ts')], {
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      SVC_ADDRESS: `127.0.0.1:${p}`,
-      LOG_LEVEL: 'info',
-      SVC_MASTER_KEY: 'c3ZjLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcy0hISE=',
-      SVC_ADMIN_PASSWORD: 'admin-password-1',
-      ...env,
-    },
+    env: fullEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d) => (out += d));
@@ -57,7 +61,7 @@ export async function spawnController(
 }
 
 /** Waits until the process logs that it listens, or exits. */
-export async function waitListening(c: SpawnedController, timeoutMs = 45_000): Promise<void> {
+export async function waitListening(c: SpawnedController, timeoutMs = 120_000): Promise<void> {
   const start = Date.now();
   while (!c.output().includes('controller listening')) {
     if (c.child.exitCode !== null) throw new Error(`controller exited ${c.child.exitCode}: ${c.output()}`);

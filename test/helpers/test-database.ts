@@ -1,3 +1,4 @@
+import { describe, test } from '@jest/globals';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 
@@ -28,4 +29,28 @@ export async function createTestDatabaseUrl(): Promise<
       await c.end();
     },
   };
+}
+
+const SKIP_REASON = '(skipped: needs PostgreSQL, set TEST_DATABASE_URL)';
+
+/** Straight to stderr: jest drops the console output of a suite whose every test is skipped. */
+function warnSkipped(title: string): void {
+  process.stderr.write(`skipped on PGlite: ${title} ${SKIP_REASON}\n`);
+}
+
+/**
+ * A suite that needs PostgreSQL itself (several processes on one database, LISTEN/NOTIFY): on
+ * PGlite it is skipped visibly, with the reason in its title and a warning, never silently.
+ */
+export function describeWithPostgres(title: string, fn: () => void): void {
+  if (usingPostgres) return describe(title, fn);
+  warnSkipped(title);
+  describe.skip(`${title} ${SKIP_REASON}`, fn);
+}
+
+/** One test that needs PostgreSQL; see describeWithPostgres. */
+export function testWithPostgres(title: string, fn: () => Promise<void>, timeout?: number): void {
+  if (usingPostgres) return test(title, fn, timeout);
+  warnSkipped(title);
+  test.skip(`${title} ${SKIP_REASON}`, fn);
 }

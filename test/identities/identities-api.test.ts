@@ -1,11 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createPrivateKey } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { generateRootCa } from '../../src/crypto/pki.js';
+import { expectError } from '../helpers/expect-error.js';
 import { ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   createIdentity,
   enrolledUpdbUser,
   identityDetail,
   managementApi,
-  passwordLogin,
   type ManagementApi,
 } from './identity-fixtures.js';
 
@@ -227,17 +230,62 @@ describe('identities of the management API', () => {
   });
 
   test('an identity with no enrollment and no externalId has no authenticator and cannot log in (spec 2.1 rule 4)', async () => {
-    const id = await createIdentity(api, { name: 'no-credential', isAdmin: false });
+    // The one credential that needs no enrollment is an external JWT (rule 3). With the signer's
+    // default useExternalId, a JWT can only name an identity through its externalId, so even a
+    // valid token of an allowed signer naming this identity's id and name is refused.
+    const key = await generateRootCa({ commonName: 'rule-4 idp key' });
+    const issuer = 'https://rule-4.idp.example';
+    const signer = await api.post('/external-jwt-signers', {
+      body: { name: 'rule-4-idp', issuer, audience: 'rule-4', certPem: key.certPem },
+    });
+    expect(signer.status).toBe(201);
+    const policy = await api.post('/auth-policies', {
+      body: {
+        name: 'rule-4-jwt',
+        primary: { extJwt: { allowed: true, allowedSigners: [signer.body.data.id] } },
+      },
+    });
+    expect(policy.status).toBe(201);
+    const authPolicyId = policy.body.data.id as string;
+    const id = await createIdentity(api, { name: 'no-credential', isAdmin: false, authPolicyId });
+    const withExternalId = await createIdentity(api, {
+      name: 'rule-4-control',
+      isAdmin: false,
+      authPolicyId,
+      externalId: 'rule-4-ext',
+    });
+    const jwt = (sub: string) =>
+      new SignJWT({})
+        .setProtectedHeader({ alg: 'ES256' })
+        .setIssuer(issuer)
+        .setAudience('rule-4')
+        .setSubject(sub)
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(createPrivateKey(key.keyPem));
+    const jwtLogin = async (sub: string) =>
+      server.client.post('/edge/client/v1/authenticate?method=ext-jwt', {
+        headers: { authorization: `Bearer ${await jwt(sub)}` },
+        body: {},
+      });
 
     const detail = await identityDetail(api, id);
-    const login = await passwordLogin(server, 'no-credential', 'any-password-at-all');
+    const byId = await jwtLogin(id);
+    const byName = await jwtLogin('no-credential');
+    const control = await jwtLogin('rule-4-ext');
 
     expect(detail.authenticators).toEqual({});
     expect(detail.enrollment).toEqual({});
     const authenticators = await api.get(`/authenticators?filter=identityId = "${id}"`);
     expect(authenticators.body.meta.pagination.totalCount).toBe(0);
-    expect(login.status).toBe(401);
-    expect(login.body.error.code).toBe('INVALID_AUTH');
+    const challenge =
+      `Bearer realm="svc-primary-ext-jwt", error="invalid", error_description="token is invalid", ` +
+      `id="${signer.body.data.id}", issuer="${issuer}"`;
+    expectError(byId, { status: 401, code: 'INVALID_AUTH', challenge });
+    expectError(byName, { status: 401, code: 'INVALID_AUTH', challenge });
+    // Control: the same signer, policy and token shape log in an identity that has an externalId.
+    expect(control.status).toBe(200);
+    expect(control.body.data.identity.id).toBe(withExternalId);
   });
 
   test('a non-admin gets 403 FORBIDDEN on the management endpoints', async () => {

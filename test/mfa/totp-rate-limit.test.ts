@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { expectError } from '../helpers/expect-error.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { createUser, login, sessionOf, type TestUser } from './mfa-fixtures.js';
@@ -84,8 +85,11 @@ describe('the TOTP failure limit on authenticate/mfa (decisions.md §7)', () => 
     const b = await pendingUser('unaffected b');
 
     for (let i = 0; i < 6; i++) await mfa(a.headers, a.wrong);
+    const limited = await mfa(a.headers, await totpCode(a.url, a.step + 1));
     const other = await mfa(b.headers, await totpCode(b.url, b.step + 1));
 
+    // Control: the limit did apply to the first identity, so the second one's 200 means something.
+    expectError(limited, { status: 429, code: 'RATE_LIMITED' });
     expect(other.status).toBe(200);
   });
 });

@@ -3,6 +3,7 @@ import { createPrivateKey } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify, SignJWT } from 'jose';
 import * as oc from 'openid-client';
 import { generateClientKeyAndCsr, generateRootCa } from '../../src/crypto/pki.js';
+import { expectError } from '../helpers/expect-error.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { oidcLogin, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import {
@@ -148,7 +149,31 @@ describe('OIDC login with a client certificate (mutual TLS) and with an external
     const keys = createLocalJWKSet((await server.client.get('/oidc/keys')).body);
     const { payload } = await jwtVerify(tokens.access_token, keys);
     expect(payload).toMatchObject({ sub: id, amr: ['ext-jwt'], z_ice: false });
-    expect(wrong.status).toBe(401);
-    expect(wrong.body.error.code).toBe('INVALID_AUTH');
+    const challenge = (error: string, description: string) =>
+      `Bearer realm="svc-primary-ext-jwt", error="${error}", error_description="${description}", ` +
+      `id="${signer.body.data.id}", issuer="https://idp.oidc-test.example"`;
+    expectError(wrong, {
+      status: 401,
+      code: 'INVALID_AUTH',
+      challenge: challenge('invalid', 'token is invalid'),
+    });
+    const expiredJwt = await new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256' })
+      .setIssuer('https://idp.oidc-test.example')
+      .setAudience('svc-test')
+      .setSubject('ext-subject-1')
+      .setIssuedAt(Math.floor(Date.now() / 1000) - 600)
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 300)
+      .sign(createPrivateKey(signerKey.keyPem));
+    const expired = await submitLogin(
+      server.client,
+      await startAuthorization(server.client, { method: 'ext-jwt' }),
+      { body: {}, headers: { authorization: `Bearer ${expiredJwt}` } },
+    );
+    expectError(expired, {
+      status: 401,
+      code: 'INVALID_AUTH',
+      challenge: challenge('expired', 'token expired'),
+    });
   });
 });

@@ -9,9 +9,13 @@ import {
   passwordLogin,
   startAuthorization,
   submitLogin,
+  type StartedAuthorization,
 } from '../helpers/oidc-client.js';
 import { enrolledUpdbUser, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 import { payloadOf } from './oidc-fixtures.js';
+import { expectError } from '../helpers/expect-error.js';
+import { totpCode } from '../helpers/totp.js';
+import { createUser, enrollTotp, partialLogin, postTotp } from '../second-factors/factor-fixtures.js';
 
 describe('OIDC login endpoints (spec 3.1, 4.2; decisions.md §5)', () => {
   let server: TestServer;
@@ -283,11 +287,23 @@ describe('OIDC login endpoints (spec 3.1, 4.2; decisions.md §5)', () => {
   });
 
   test('an identity deleted or disabled during its login fails at the next step', async () => {
-    const deleted = await enrolledUpdbUser(server, api, 'oidc-deleted-midway');
-    const disabled = await enrolledUpdbUser(server, api, 'oidc-disabled-midway');
+    // Each auth request has passed the password step for its identity and owes a TOTP code, so
+    // it is bound to that identity when the identity goes away.
+    const [deleted, disabled, untouched] = await Promise.all(
+      ['oidc-deleted-midway', 'oidc-disabled-midway', 'oidc-untouched-midway'].map((n) =>
+        createUser(server, n),
+      ),
+    );
+    const totps: Awaited<ReturnType<typeof enrollTotp>>[] = [];
+    for (const user of [deleted, disabled, untouched]) totps.push(await enrollTotp(server, user));
+    const pending: StartedAuthorization[] = [];
+    for (const user of [deleted, disabled, untouched]) {
+      const partial = await partialLogin(server.client, user);
+      expect(partial.response.status).toBe(200);
+      expect(partial.response.header('totp-required')).toBe('true');
+      pending.push(partial.started);
+    }
     const codeHolder = await enrolledUpdbUser(server, api, 'oidc-deleted-with-code');
-    const startedDeleted = await startAuthorization(server.client);
-    const startedDisabled = await startAuthorization(server.client);
     const startedCode = await startAuthorization(server.client);
     const codeLogin = await submitLogin(server.client, startedCode, {
       body: { username: codeHolder.username, password: codeHolder.password },
@@ -300,16 +316,18 @@ describe('OIDC login endpoints (spec 3.1, 4.2; decisions.md §5)', () => {
     ).toBe(200);
     expect((await api.delete(`/identities/${codeHolder.id}`)).status).toBe(200);
 
-    const afterDelete = await submitLogin(server.client, startedDeleted, {
-      body: { username: deleted.username, password: deleted.password },
-    });
-    const afterDisable = await submitLogin(server.client, startedDisabled, {
-      body: { username: disabled.username, password: disabled.password },
-    });
+    const nextStep = async (i: number) =>
+      postTotp(server.client, pending[i]!.authRequestId, await totpCode(totps[i]!.url, totps[i]!.step + 1));
+    const afterDelete = await nextStep(0);
+    const afterDisable = await nextStep(1);
+    const control = await nextStep(2);
     const exchange = await exchangeCode(server.client, { code, verifier: startedCode.pkce.verifier });
 
-    expect(afterDelete.status).toBe(401);
-    expect(afterDisable.status).toBe(401);
+    // Deleting or disabling ends the identity's pending auth requests with it.
+    expectError(afterDelete, { status: 400, code: 'INVALID_AUTH_REQUEST' });
+    expectError(afterDisable, { status: 400, code: 'INVALID_AUTH_REQUEST' });
+    // Control: the same step completes the login of an identity left alone.
+    expect(control.status).toBe(303);
     expect(exchange.status).toBe(400);
     expect(exchange.body.error).toBe('invalid_grant');
   });

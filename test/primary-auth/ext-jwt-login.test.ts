@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -12,6 +12,7 @@ import {
 } from 'jose';
 import { generateRootCa, type KeyedCert } from '../../src/crypto/pki.js';
 import type { AppError } from '../../src/errors/app-error.js';
+import { useMovableClock } from '../helpers/movable-clock.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   CLIENT,
@@ -122,6 +123,8 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
   afterAll(async () => {
     await server.close();
     await jwks.close();
+    // Only now: a clock moved forward and then back would reopen caches' windows mid-file.
+    jest.useRealTimers();
   });
 
   const jwtLogin = (tokens: string[] | string | undefined, api_ = 'client') =>
@@ -403,7 +406,10 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
     await user('rotation-user');
     const key2 = await rsaKey('key-2');
     jwks.state.keys = [key1.jwk, key2.jwk];
-    await new Promise((r) => setTimeout(r, 1100)); // let the one-second refetch guard lapse
+    // The one-second refetch guard is moved past, not slept through (test/helpers/movable-clock.ts);
+    // the clock stays moved (forward only) for the rest of the file.
+    useMovableClock();
+    jest.setSystemTime(Date.now() + 1100);
     const before = jwks.state.fetches;
 
     const results = await Promise.all(

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { deleteExpiredRows } from '../../src/services/janitor.js';
+import { expectError } from '../helpers/expect-error.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   enrolledUpdbUser,
@@ -137,17 +138,33 @@ describe('password lockout (decisions.md §7)', () => {
     await seedHourlyFailures(user.id, 99);
 
     const res = await passwordLogin(server, user.username, user.password);
+    const counted = { ...(await failures(user.id)), ...(await hourlyFailures(user.id)) };
+    await passwordLogin(server, user.username, 'wrong');
+    const afterHundredth = await passwordLogin(server, user.username, user.password);
 
     expect(res.status).toBe(200);
+    // The 99 stay counted (the success gives back only its own attempt), so one more failure
+    // reaches the ceiling and the right password is refused from then on.
+    expect(counted).toMatchObject({ in_window: 99, consecutive: 0 });
+    expectError(afterHundredth, { status: 401, code: 'INVALID_AUTH' });
   });
 
   test('failures older than an hour do not count towards the ceiling', async () => {
-    const user = await enrolledUpdbUser(server, api, 'old-failures-user');
-    await seedHourlyFailures(user.id, 100, new Date(Date.now() - 2 * 3600_000));
+    const old = await enrolledUpdbUser(server, api, 'old-failures-user');
+    const recent = await enrolledUpdbUser(server, api, 'recent-failures-user');
+    await seedHourlyFailures(old.id, 100, new Date(Date.now() - 3600_000 - 60_000));
+    await seedHourlyFailures(recent.id, 100, new Date(Date.now() - 3600_000 + 60_000));
 
-    const res = await passwordLogin(server, user.username, user.password);
+    const res = await passwordLogin(server, old.username, old.password);
+    const control = await passwordLogin(server, recent.username, recent.password);
 
     expect(res.status).toBe(200);
+    // A new window started with this login; the old hundred are gone from the count.
+    const row = await hourlyFailures(old.id);
+    expect(row.in_window).toBe(0);
+    expect(new Date(row.window_started_at).getTime()).toBeGreaterThan(Date.now() - 60_000);
+    // Control: the same hundred failures a minute inside the hour do refuse.
+    expectError(control, { status: 401, code: 'INVALID_AUTH' });
   });
 
   test('with maxAttempts 0, 101 failures from one address refuse the right password from it but not from another address', async () => {

@@ -5,19 +5,15 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { createRevocationState, type RevocationState } from '../../src/services/revocation-state.js';
 import { revocationsRepository } from '../../src/repositories/revocations-repository.js';
 import { deleteExpiredRows } from '../../src/services/janitor.js';
-import { createTestDatabaseUrl, usingPostgres } from '../helpers/test-database.js';
+import { createTestDatabaseUrl, testWithPostgres } from '../helpers/test-database.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const logger = pino({ level: 'silent' });
 const inAnHour = () => new Date(Date.now() + 3600_000);
 
-async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
-  const start = Date.now();
-  while (Date.now() - start < ms) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return check();
-}
+/** Generous: what is asserted is that the revocation arrives, not how fast a loaded machine polls. */
+const arrives = (check: () => boolean, what: string) =>
+  waitFor(check, { timeout: 10_000, interval: 25, what });
 
 describe('revocation state kept in memory', () => {
   let url: { url: string; drop: () => Promise<void> } | undefined;
@@ -42,14 +38,14 @@ describe('revocation state kept in memory', () => {
     await url?.drop();
   });
 
-  test('an ended API session is known within a second, and only that one', async () => {
+  test('an ended API session becomes known (by the next poll), and only that one', async () => {
     await revocationsRepository.insert(writer.knex, {
       kind: 'api_session',
       subject: 'asid-1',
       generation: null,
       expiresAt: inAnHour(),
     });
-    expect(await waitFor(() => state.isSessionRevoked('asid-1'), 1500)).toBe(true);
+    await arrives(() => state.isSessionRevoked('asid-1'), "state.isSessionRevoked('asid-1')");
     expect(state.isSessionRevoked('asid-2')).toBe(false);
   });
 
@@ -60,7 +56,7 @@ describe('revocation state kept in memory', () => {
       generation: 3,
       expiresAt: inAnHour(),
     });
-    expect(await waitFor(() => state.isIdentityTokenRevoked('id-1', 2), 1500)).toBe(true);
+    await arrives(() => state.isIdentityTokenRevoked('id-1', 2), "state.isIdentityTokenRevoked('id-1', 2)");
     expect(state.isIdentityTokenRevoked('id-1', 3)).toBe(false);
     expect(state.isIdentityTokenRevoked('id-1', 4)).toBe(false);
   });
@@ -72,7 +68,10 @@ describe('revocation state kept in memory', () => {
       generation: null,
       expiresAt: inAnHour(),
     });
-    expect(await waitFor(() => state.isIdentityTokenRevoked('id-2', 1_000_000), 1500)).toBe(true);
+    await arrives(
+      () => state.isIdentityTokenRevoked('id-2', 1_000_000),
+      "state.isIdentityTokenRevoked('id-2', 1_000_000)",
+    );
   });
 
   test('expired revocations are forgotten', async () => {
@@ -86,7 +85,7 @@ describe('revocation state kept in memory', () => {
     expect(state.isSessionRevoked('asid-old')).toBe(false);
   });
 
-  (usingPostgres ? test : test.skip)('a notification arrives faster than the poll', async () => {
+  testWithPostgres('a notification arrives faster than the poll', async () => {
     const slow = createRevocationState({ database: reader, logger, pollMs: 60_000 });
     await slow.start();
     try {
@@ -96,35 +95,32 @@ describe('revocation state kept in memory', () => {
         generation: null,
         expiresAt: inAnHour(),
       });
-      expect(await waitFor(() => slow.isSessionRevoked('asid-notify'), 1000)).toBe(true);
+      await arrives(() => slow.isSessionRevoked('asid-notify'), "slow.isSessionRevoked('asid-notify')");
     } finally {
       await slow.stop();
     }
   });
 
-  (usingPostgres ? test : test.skip)(
-    'a revocation committed after a later one is still picked up',
-    async () => {
-      const trx = await writer.knex.transaction();
-      await revocationsRepository.insert(trx, {
-        kind: 'api_session',
-        subject: 'asid-slow',
-        generation: null,
-        expiresAt: inAnHour(),
-      });
-      await revocationsRepository.insert(writer.knex, {
-        kind: 'api_session',
-        subject: 'asid-fast',
-        generation: null,
-        expiresAt: inAnHour(),
-      });
-      expect(await waitFor(() => state.isSessionRevoked('asid-fast'), 1500)).toBe(true);
-      await trx.commit();
-      expect(await waitFor(() => state.isSessionRevoked('asid-slow'), 1500)).toBe(true);
-    },
-  );
+  testWithPostgres('a revocation committed after a later one is still picked up', async () => {
+    const trx = await writer.knex.transaction();
+    await revocationsRepository.insert(trx, {
+      kind: 'api_session',
+      subject: 'asid-slow',
+      generation: null,
+      expiresAt: inAnHour(),
+    });
+    await revocationsRepository.insert(writer.knex, {
+      kind: 'api_session',
+      subject: 'asid-fast',
+      generation: null,
+      expiresAt: inAnHour(),
+    });
+    await arrives(() => state.isSessionRevoked('asid-fast'), "state.isSessionRevoked('asid-fast')");
+    await trx.commit();
+    await arrives(() => state.isSessionRevoked('asid-slow'), "state.isSessionRevoked('asid-slow')");
+  });
 
-  (usingPostgres ? test : test.skip)('killing the listener connection loses no revocation', async () => {
+  testWithPostgres('killing the listener connection loses no revocation', async () => {
     const pid = state.listenerPid();
     expect(pid).toBeDefined();
     await writer.knex.raw('SELECT pg_terminate_backend(?)', [pid!]);
@@ -134,9 +130,10 @@ describe('revocation state kept in memory', () => {
       generation: null,
       expiresAt: inAnHour(),
     });
-    expect(await waitFor(() => state.isSessionRevoked('asid-cut'), 1500)).toBe(true);
-    expect(await waitFor(() => state.listenerPid() !== undefined && state.listenerPid() !== pid, 5000)).toBe(
-      true,
+    await arrives(() => state.isSessionRevoked('asid-cut'), "state.isSessionRevoked('asid-cut')");
+    await arrives(
+      () => state.listenerPid() !== undefined && state.listenerPid() !== pid,
+      'a new listener connection',
     );
     await revocationsRepository.insert(writer.knex, {
       kind: 'api_session',
@@ -144,7 +141,7 @@ describe('revocation state kept in memory', () => {
       generation: null,
       expiresAt: inAnHour(),
     });
-    expect(await waitFor(() => state.isSessionRevoked('asid-after'), 1500)).toBe(true);
+    await arrives(() => state.isSessionRevoked('asid-after'), "state.isSessionRevoked('asid-after')");
   });
 });
 

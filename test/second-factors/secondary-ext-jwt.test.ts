@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { oidcLogin, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { totpCode } from '../helpers/totp.js';
@@ -345,12 +346,15 @@ describe('the secondary external JWT (spec 5.3 item 2, 4.2 note 3, 7.1 case 5)',
       expect(
         (await api.patch(`/external-jwt-signers/${ownIdp.id}`, { body: { enabled: false } })).status,
       ).toBe(200);
-      let after = await server.client.get(ME, { headers });
-      // Every instance drops its cached signer within a second (decisions.md §1); poll for it.
-      for (let i = 0; i < 30 && after.status === 200; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        after = await server.client.get(ME, { headers });
-      }
+      // Every instance drops its cached signer after its one-second TTL; wait
+      // for that event rather than counting polls.
+      const after = await waitFor(
+        async () => {
+          const res = await server.client.get(ME, { headers });
+          return res.status !== 200 && res;
+        },
+        { timeout: 15_000, interval: 100, what: 'the disabled signer to be dropped' },
+      );
 
       expect(before.status).toBe(200);
       expect(after.status).toBe(401);
