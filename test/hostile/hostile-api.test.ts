@@ -1,0 +1,150 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import fc from 'fast-check';
+import { generateRootCa } from '../../src/crypto/pki.js';
+import { passwordLogin, startAuthorization } from '../helpers/oidc-client.js';
+import { usingPostgres } from '../helpers/test-database.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { businessRows } from './business-rows.js';
+import { hostileRequest, type Targets } from './hostile-requests.js';
+import { edgeOperations, oidcOperations, type Operation } from './operations.js';
+import { responseProblems } from './response-checks.js';
+import { describeExchange, sendAll, type Exchange } from './send-hostile.js';
+
+/** CI replays one fixed seed; `npm run fuzz` passes a random one (printed, so it can be replayed). */
+const SEED = Number(process.env.FUZZ_SEED ?? 42);
+const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 2400);
+const IN_FLIGHT = 8;
+/** Generous: a request this slow blocked the event loop or looped in a parser. */
+const SLOW_MS = 5000;
+
+interface Failure {
+  problem: string;
+  exchange: Exchange;
+}
+
+/** Route families the metrics may name: one per documented path segment (no raw paths). */
+function metricFamilies(ops: Operation[]): Set<string> {
+  const families = new Set(['other', '/health/live', '/health/ready', '/.well-known', '/metrics']);
+  for (const op of ops) {
+    const m = /^\/(edge\/(?:client|management)\/v1\/[a-z-]+|oidc\/[a-z_-]+)/.exec(op.path);
+    if (m) families.add(`/${m[1]}`);
+  }
+  for (const name of ['keys', 'authorization', 'token', 'revoke', 'userinfo', 'end_session', 'login'])
+    families.add(`/oidc/${name}`);
+  return families;
+}
+
+describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, () => {
+  let server: TestServer;
+  let ops: Operation[];
+  let targets: Targets;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    const docs = await Promise.all(
+      ['client', 'management'].map(async (api) => (await server.client.get(`/edge/${api}/v1/spec`)).body),
+    );
+    ops = [...docs.flatMap(edgeOperations), ...oidcOperations()];
+
+    const session = await server.adminToken();
+    const admin = { headers: { 'svc-session': session } };
+    const identity = await server.client.post('/edge/management/v1/identities', {
+      ...admin,
+      body: { name: 'hostile-target', type: 'User', isAdmin: false },
+    });
+    await server.client.post('/edge/management/v1/enrollments', {
+      ...admin,
+      body: { method: 'ott', identityId: identity.body.data.id },
+    });
+    await server.client.post('/edge/management/v1/external-jwt-signers', {
+      ...admin,
+      body: {
+        name: 'hostile-signer',
+        issuer: 'https://idp.hostile.example',
+        audience: 'svc',
+        jwksEndpoint: 'https://idp.hostile.example/jwks',
+      },
+    });
+    const ca = await generateRootCa({ commonName: 'Hostile CA' });
+    await server.client.post('/edge/management/v1/cas', {
+      ...admin,
+      body: { name: 'hostile-ca', certPem: ca.certPem },
+    });
+    const ids: Record<string, string[]> = {};
+    for (const collection of [
+      'identities',
+      'auth-policies',
+      'external-jwt-signers',
+      'cas',
+      'enrollments',
+      'authenticators',
+    ]) {
+      const list = await server.client.get(`/edge/management/v1/${collection}?limit=500`, admin);
+      ids[collection] = (list.body.data as { id: string }[]).map((item) => item.id);
+    }
+    const { tokens } = await passwordLogin(server.client, ADMIN_USERNAME, ADMIN_PASSWORD);
+    const authRequestIds: string[] = [];
+    for (const method of ['password', 'cert', 'ext-jwt']) {
+      authRequestIds.push((await startAuthorization(server.client, { method })).authRequestId);
+    }
+    targets = {
+      ids,
+      authRequestIds,
+      credentials: {
+        'admin-session': { 'svc-session': session },
+        'admin-bearer': { authorization: `Bearer ${tokens.access_token}` },
+      },
+    };
+  });
+  afterAll(() => server?.close());
+
+  test('no request gets a 5xx or an undocumented answer, and none writes a business row', async () => {
+    const rowsBefore = await businessRows(server.app.knex);
+    const byKey = new Map(ops.map((op) => [op.key, op]));
+    const requests = fc.sample(hostileRequest(ops, targets), { seed: SEED, numRuns: REQUESTS });
+    const failures: Failure[] = [];
+    let fiveHundreds = 0;
+    let slowest: Exchange | undefined;
+
+    await sendAll(server.client, requests, IN_FLIGHT, (exchange) => {
+      const status = exchange.response?.status ?? 0;
+      if (status >= 500) fiveHundreds++;
+      if (!slowest || exchange.ms > slowest.ms) slowest = exchange;
+      const problems = exchange.response
+        ? responseProblems(byKey.get(exchange.request.operation)!, exchange.request, exchange.response)
+        : [`no response: ${exchange.failure}`];
+      if (exchange.ms > SLOW_MS) problems.push(`took more than ${SLOW_MS} ms`);
+      for (const problem of problems) failures.push({ problem, exchange });
+    });
+
+    console.log(
+      `hostile: ${requests.length} requests, ${fiveHundreds} 5xx, ${failures.length} problems, seed ${SEED}` +
+        ` (${usingPostgres ? 'PostgreSQL' : 'PGlite'}; replay with FUZZ_SEED=${SEED});` +
+        ` slowest ${Math.round(slowest?.ms ?? 0)} ms: ${slowest?.request.operation}`,
+    );
+    // One example per operation and kind of problem, so that a run reads as a list of bugs.
+    const grouped = new Map<string, Failure[]>();
+    for (const f of failures) {
+      const key = `${f.exchange.request.operation}: ${f.problem.replace(/\d+ ms/, 'N ms').slice(0, 120)}`;
+      grouped.set(key, [...(grouped.get(key) ?? []), f]);
+    }
+    const report = [...grouped].map(
+      ([key, list]) => `${key} (${list.length}×)\n${describeExchange(list[0]!.exchange)}`,
+    );
+    if (report.length > 0) console.log(`hostile: seed ${SEED}\n\n${report.join('\n\n')}`);
+
+    const ready = await server.client.get('/health/ready');
+    const rowsAfter = await businessRows(server.app.knex);
+    expect(ready.status).toBe(200);
+    expect(rowsAfter).toEqual(rowsBefore);
+    expect(report).toEqual([]);
+  });
+
+  test('the metrics name route families, never raw paths', async () => {
+    const families = metricFamilies(ops);
+    const metrics = await server.client.get('/metrics');
+    expect(metrics.status).toBe(200);
+    const seen = new Set([...metrics.text.matchAll(/route="([^"]*)"/g)].map((m) => m[1]!));
+    expect([...seen].filter((route) => !families.has(route))).toEqual([]);
+  });
+});

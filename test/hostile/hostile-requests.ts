@@ -1,0 +1,476 @@
+import fc from 'fast-check';
+import type { Operation } from './operations.js';
+import {
+  badCredentialString,
+  deeplyNestedJson,
+  hostileJson,
+  hostileString,
+  malformedJson,
+} from './hostile-values.js';
+
+export type Caller = 'anonymous' | 'garbage' | 'admin-session' | 'admin-bearer';
+
+export interface HostileRequest {
+  operation: string;
+  caller: Caller;
+  method: string;
+  path: string;
+  headers: Record<string, string | string[]>;
+  body?: string;
+  /** Over the 1 MiB limit on purpose: an authorised caller must get 413. */
+  oversize?: boolean;
+}
+
+/** What the suite knows of the server: real ids to aim at, and the credentials of each caller. */
+export interface Targets {
+  /** Real ids by collection (`identities`, `cas`, …). */
+  ids: Record<string, string[]>;
+  authRequestIds: string[];
+  credentials: Record<'admin-session' | 'admin-bearer', Record<string, string>>;
+}
+
+export const BODY_LIMIT = 1024 * 1024;
+
+/**
+ * Percent-encoding that also carries lone surrogates (which encodeURIComponent refuses) as the
+ * invalid UTF-8 a hostile client would send.
+ */
+export function encodeAny(s: string): string {
+  return s
+    .split(/([\ud800-\udfff])/u)
+    .map((part) => {
+      if (!/^[\ud800-\udfff]$/u.test(part)) return encodeURIComponent(part);
+      const c = part.charCodeAt(0);
+      return [0xed, 0xa0 | ((c >> 6) & 0x1f), 0x80 | (c & 0x3f)]
+        .map((b) => `%${b.toString(16).toUpperCase()}`)
+        .join('');
+    })
+    .join('');
+}
+
+const ENCODED_NUL_OR_SLASH = fc.constantFrom('%00', '%2F', '%2e%2e', '%', '%zz', '%C0%80', '%ED%A0%80');
+
+/** Path ids: random, hostile, encoded, or real (then the body is one that can never be valid). */
+function pathId(real: string[], realWeight: number): fc.Arbitrary<{ id: string; real: boolean }> {
+  return fc.oneof(
+    {
+      arbitrary: hostileString.map((s) => ({ id: encodeAny(s.slice(0, 200)) || 'x', real: false })),
+      weight: 4,
+    },
+    { arbitrary: ENCODED_NUL_OR_SLASH.map((id) => ({ id, real: false })), weight: 1 },
+    { arbitrary: fc.uuid().map((id) => ({ id, real: false })), weight: 1 },
+    {
+      arbitrary: fc.constantFrom(...real).map((id) => ({ id: encodeURIComponent(id), real: true })),
+      weight: realWeight,
+    },
+  );
+}
+
+/** Plausible values for parameters the server reads by name, mixed with hostile ones. */
+function valueFor(name: string, targets: Targets): fc.Arbitrary<string> {
+  const plausible: Record<string, string[]> = {
+    method: ['password', 'cert', 'ext-jwt', 'updb', 'ott', 'ottca', 'PASSWORD'],
+    limit: ['0', '-1', '501', '1e3', '10', 'abc', '9999999999999999'],
+    offset: ['-5', '0', '1.5', '99999999999', 'x'],
+    sort: ['name desc', 'name', 'nope asc', 'name sideways', '; drop', 'createdAt desc'],
+    filter: [
+      'name = "x"',
+      'name contains "',
+      'isAdmin = true and',
+      'x = y',
+      '((',
+      'name = "a" or 1=1',
+      'true',
+    ],
+    grant_type: ['authorization_code', 'refresh_token', 'client_credentials', 'password', 'urn:x'],
+    response_type: ['code', 'token', 'id_token', 'code id_token', ''],
+    client_id: ['svc', 'other', ''],
+    redirect_uri: [
+      'http://127.0.0.1:54321/auth/callback',
+      'http://127.0.0.1:54321/auth/callback?x=1',
+      'https://evil.example/auth/callback',
+      'http://localhost:abc/auth/callback',
+      'javascript:alert(1)',
+    ],
+    scope: ['openid', 'openid offline_access', 'offline_access', 'profile', ''],
+    code_challenge_method: ['S256', 'plain', 's256'],
+    code_challenge: ['E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', 'short'],
+    prompt: ['none', 'consent', 'login', 'select_account'],
+    max_age: ['0', '-1', 'x'],
+    token_type_hint: ['access_token', 'refresh_token', 'x'],
+    authRequestId: targets.authRequestIds,
+    authRequestID: targets.authRequestIds,
+    id: targets.authRequestIds,
+    username: ['nobody', 'hostile-user', 'ADMIN ', 'root'],
+  };
+  const known = Object.hasOwn(plausible, name) ? plausible[name] : undefined;
+  const hostile = fc.oneof(hostileString, badCredentialString);
+  return known?.length ? fc.oneof(fc.constantFrom(...known), hostile) : hostile;
+}
+
+/** A query string with repeated, missing and hostile parameters. */
+function queryString(op: Operation, targets: Targets): fc.Arbitrary<string> {
+  const names = op.queryNames.length > 0 ? op.queryNames : ['x'];
+  const pair = fc
+    .oneof({ arbitrary: fc.constantFrom(...names), weight: 4 }, { arbitrary: hostileString, weight: 1 })
+    .chain((name) => valueFor(name, targets).map((value) => [name, value] as [string, string]));
+  return fc
+    .tuple(fc.array(pair, { maxLength: 8 }), fc.boolean(), fc.constantFrom('', '&&', '&=', '&a', '&%'))
+    .map(([pairs, duplicate, junk]) => {
+      const all = duplicate && pairs.length > 0 ? [...pairs, pairs[0]!, pairs[0]!] : pairs;
+      // Node refuses request lines over 16 KiB with a bare 431 before the app runs: stay under.
+      const q =
+        all.map(([k, v]) => `${encodeAny(k.slice(0, 100))}=${encodeAny(v.slice(0, 300))}`).join('&') + junk;
+      return q ? `?${q}` : '';
+    });
+}
+
+const WRONG_TYPE_CANDIDATES: unknown[] = ['definitely not valid', 3.5, true, [], { nested: {} }, null];
+
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+/** Types a property schema admits, or undefined when it admits anything we cannot tell. */
+function admittedTypes(schema: any): string[] | undefined {
+  if (!schema) return undefined;
+  if (schema.type) return [schema.type].flat();
+  if (schema.enum) return [...new Set(schema.enum.map(jsonType))] as string[];
+  const union = schema.anyOf ?? schema.oneOf;
+  if (union) {
+    const parts = union.map(admittedTypes);
+    return parts.includes(undefined) ? undefined : ([...new Set(parts.flat())] as string[]);
+  }
+  return undefined;
+}
+
+/** A value no JSON schema of these types can take (numbers as strings count as numbers). */
+function wrongValueFor(schema: any): unknown | undefined {
+  const types = admittedTypes(schema);
+  if (!types) return undefined;
+  return WRONG_TYPE_CANDIDATES.find((v) => {
+    const t = jsonType(v);
+    if (t === 'integer' && types.includes('number')) return false;
+    if (t === 'string' && types.some((x) => ['string', 'number', 'integer', 'boolean'].includes(x)))
+      return false;
+    return !types.includes(t);
+  });
+}
+
+/** Properties whose value we can make wrong, required ones first. */
+function poisonableProperties(schema: any): string[] {
+  const props = Object.entries<any>(schema?.properties ?? {})
+    .filter(([, s]) => wrongValueFor(s) !== undefined)
+    .map(([n]) => n);
+  const required = (schema?.required ?? []).filter((n: string) => props.includes(n));
+  return required.length > 0 ? required : props;
+}
+
+/** An object shaped like the schema: hostile strings, wrong types, extra and missing members. */
+function schemaShaped(schema: any, targets: Targets): fc.Arbitrary<Record<string, unknown>> {
+  const props = Object.entries<any>(schema?.properties ?? {});
+  const member = ([name, s]: [string, any]) =>
+    fc.option(
+      fc.oneof(
+        valueFor(name, targets) as fc.Arbitrary<unknown>,
+        hostileJson,
+        fc.constant(wrongValueFor(s) ?? null),
+      ),
+      { nil: undefined, freq: 3 },
+    );
+  return fc
+    .tuple(fc.tuple(...props.map(member)), fc.dictionary(hostileString, hostileJson, { maxKeys: 3 }))
+    .map(([values, extra]) => {
+      const out: Record<string, unknown> = { ...extra };
+      props.forEach(([name], i) => {
+        if (values[i] !== undefined) out[name] = values[i];
+      });
+      return out;
+    });
+}
+
+/** JSON that can never be valid: one member has a type the schema refuses. */
+function poisonedJson(op: Operation, targets: Targets): fc.Arbitrary<string> | undefined {
+  const names = poisonableProperties(op.bodySchema);
+  if (names.length === 0) return undefined;
+  return fc
+    .tuple(schemaShaped(op.bodySchema, targets), fc.constantFrom(...names))
+    .map(([body, name]) =>
+      JSON.stringify({ ...body, [name]: wrongValueFor(op.bodySchema.properties[name]) }),
+    );
+}
+
+function formBody(op: Operation, targets: Targets): fc.Arbitrary<string> {
+  const names = Object.keys(op.bodySchema?.properties ?? {});
+  const name = names.length > 0 ? fc.oneof(fc.constantFrom(...names), hostileString) : hostileString;
+  const pair = name.chain((n) => valueFor(n, targets).map((v) => [n, v] as [string, string]));
+  return fc.tuple(fc.array(pair, { maxLength: 8 }), fc.boolean()).map(([pairs, duplicate]) => {
+    const all = duplicate && pairs.length > 0 ? [...pairs, ...pairs] : pairs;
+    return all.map(([k, v]) => `${encodeAny(k)}=${encodeAny(v)}`).join('&');
+  });
+}
+
+interface Body {
+  contentType?: string;
+  body?: string;
+}
+
+const JSON_TYPE = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON');
+const OTHER_TYPES = fc.constantFrom(
+  'text/plain',
+  'multipart/form-data; boundary=xyz',
+  'application/xml',
+  'application/json; charset=utf-16',
+  'application/x-pem-file',
+  '',
+  ';;;',
+  'application/x-www-form-urlencoded; charset=latin1',
+);
+
+/** PEM armour without a certificate: repeated BEGIN markers, up to most of the body limit. */
+const garbagePem = fc
+  .tuple(
+    fc.constantFrom('-----BEGIN CERTIFICATE-----\n', '-----BEGIN CERTIFICATE-----', '-----BEGIN X-----\nAA'),
+    fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 20_000, max: 34_000 })),
+  )
+  .map(([marker, n]) => marker.repeat(n));
+
+/** A value of the schema's own type, when it is simple enough to tell. */
+function typedValue(schema: any): unknown {
+  if (schema?.enum) return schema.enum[0];
+  const t = (admittedTypes(schema) ?? ['string']).filter((x) => x !== 'null')[0] ?? 'string';
+  const values: Record<string, unknown> = {
+    string: 'hostile-pem',
+    boolean: true,
+    integer: 1,
+    number: 1,
+    array: [],
+    object: {},
+  };
+  return values[t];
+}
+
+/**
+ * A body of the right shape whose PEM member is never a certificate: BEGIN markers and armour
+ * without a body, up to most of the body limit (a parser that backtracks shows here).
+ */
+function pemBody(op: Operation): fc.Arbitrary<string> | undefined {
+  const props = Object.entries<any>(op.bodySchema?.properties ?? {});
+  const pemName = props.find(([n]) => /pem$/i.test(n))?.[0];
+  if (!pemName) return undefined;
+  const base = Object.fromEntries(props.filter(([n]) => n !== pemName).map(([n, s]) => [n, typedValue(s)]));
+  return fc.oneof(garbagePem, badCredentialString).map((pem) => JSON.stringify({ ...base, [pemName]: pem }));
+}
+
+/** Text no JSON parser turns into an object (a BOM may be skipped, so it counts as one). */
+function isNotAnObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text.replace(/^\ufeff/, ''));
+    return value === null || typeof value !== 'object' || Array.isArray(value);
+  } catch {
+    return true;
+  }
+}
+
+/** Bodies that can never create or change a row: refused by type, parsing or validation. */
+function neverValidBody(op: Operation, targets: Targets): fc.Arbitrary<Body> {
+  const poisoned = poisonedJson(op, targets);
+  const scalars = poisonableProperties(op.bodySchema).filter((n) => {
+    const types = admittedTypes(op.bodySchema.properties[n]) ?? ['object'];
+    return !types.includes('array') && !types.includes('object');
+  });
+  // Deep nesting where the schema takes any JSON (tags) next to a wrong member, or in a scalar.
+  const deep = poisoned
+    ? fc
+        .tuple(poisoned, memberForDeepJson(op.bodySchema), deeplyNestedJson)
+        .map(([body, name, d]) => `${body.slice(0, -1)},${JSON.stringify(`${name}`)}:${d}}`)
+        .filter((b) => scalars.length > 0 || !b.startsWith('{}'))
+    : deeplyNestedJson.filter((d) => !d.endsWith(']') && !d.endsWith('}'));
+  const options: fc.Arbitrary<Body>[] = [
+    fc.record({ contentType: JSON_TYPE, body: malformedJson.filter(isNotAnObject) }),
+    fc.record({ contentType: JSON_TYPE, body: deep }),
+    fc.record({ contentType: JSON_TYPE, body: deep }),
+    fc.record({
+      contentType: fc.constantFrom('text/plain', 'multipart/form-data; boundary=xyz', 'application/xml'),
+      body: hostileString,
+    }),
+  ];
+  const pem = pemBody(op);
+  if (pem) options.push(fc.record({ contentType: JSON_TYPE, body: pem }));
+  // A raw PEM body (CA verification): never a certificate, up to most of the body limit.
+  if (op.media?.includes('text/plain')) {
+    const raw = fc.record({
+      contentType: fc.constantFrom('text/plain', 'application/x-pem-file'),
+      body: garbagePem,
+    });
+    options.push(raw, raw, raw);
+  }
+  if (poisoned)
+    options.push(
+      fc.record({ contentType: JSON_TYPE, body: poisoned }),
+      fc.record({ contentType: JSON_TYPE, body: poisoned }),
+    );
+  return fc.oneof(...options);
+}
+
+/** Mostly members that take objects or arrays (tags, role lists): there a parser must recurse. */
+function memberForDeepJson(schema: any): fc.Arbitrary<string> {
+  const all = Object.keys(schema?.properties ?? {});
+  const nested = all.filter((n) => {
+    const types = admittedTypes(schema.properties[n]) ?? ['object'];
+    return types.includes('object') || types.includes('array');
+  });
+  if (all.length === 0) return hostileString;
+  return nested.length > 0
+    ? fc.oneof(fc.constantFrom(...nested), fc.constantFrom(...all))
+    : fc.constantFrom(...all);
+}
+
+/** `{"<member>": <deep>}`: nesting where the server reads a value, not in an ignored member. */
+function deepMember(op: Operation): fc.Arbitrary<string> {
+  return fc
+    .tuple(memberForDeepJson(op.bodySchema), deeplyNestedJson)
+    .map(([n, d]) => `{${JSON.stringify(n)}:${d}}`);
+}
+
+function anyBody(op: Operation, targets: Targets): fc.Arbitrary<Body> {
+  const pemMedia = op.media?.includes('text/plain');
+  return fc.oneof(
+    { arbitrary: fc.constant({}), weight: 1 },
+    {
+      arbitrary: fc.record({
+        contentType: JSON_TYPE,
+        body: schemaShaped(op.bodySchema, targets).map((b) => JSON.stringify(b)),
+      }),
+      weight: 5,
+    },
+    {
+      arbitrary: fc.record({
+        contentType: JSON_TYPE,
+        body: hostileJson.map((b) => JSON.stringify(b) ?? 'null'),
+      }),
+      weight: 1,
+    },
+    {
+      arbitrary: fc.record({
+        contentType: fc.constant('application/x-www-form-urlencoded'),
+        body: formBody(op, targets),
+      }),
+      weight: 3,
+    },
+    { arbitrary: fc.record({ contentType: JSON_TYPE, body: malformedJson }), weight: 2 },
+    { arbitrary: fc.record({ contentType: JSON_TYPE, body: deeplyNestedJson }), weight: 1 },
+    { arbitrary: fc.record({ contentType: JSON_TYPE, body: deepMember(op) }), weight: 1 },
+    {
+      arbitrary: fc.record({
+        contentType: pemMedia ? fc.constantFrom('text/plain', 'application/x-pem-file') : OTHER_TYPES,
+        body: fc.oneof(hostileString, badCredentialString),
+      }),
+      weight: 2,
+    },
+    { arbitrary: fc.record({ body: hostileString.filter((s) => s.length > 0) }), weight: 1 },
+  );
+}
+
+/** Authorization, session and other headers: garbage, repeated, or a caller's real ones. */
+function headersFor(caller: Caller, targets: Targets): fc.Arbitrary<Record<string, string | string[]>> {
+  const token = badCredentialString;
+  const headerSafe = (s: string) => s.replace(/[^\t\x20-\x7e]/g, '?').slice(0, 4000);
+  const garbage = fc.oneof(
+    token.map((t) => ({ authorization: `Bearer ${headerSafe(t)}` })),
+    fc
+      .tuple(token, token)
+      .map(([a, b]) => ({ authorization: [`Bearer ${headerSafe(a)}`, `Bearer ${headerSafe(b)}`] })),
+    token.map((t) => ({ authorization: `Bearer ${headerSafe(t)}, Bearer ${headerSafe(t)}` })),
+    token.map((t) => ({ authorization: `Basic ${headerSafe(t)}` })),
+    fc.constant({ authorization: 'Bearer' }),
+    token.map((t) => ({ 'svc-session': headerSafe(t) })),
+    token.map((t) => ({ 'zt-session': headerSafe(t) })),
+    hostileString.map((t) => ({
+      'svc-session': headerSafe(t) || 'x',
+      authorization: `Bearer ${headerSafe(t)}`,
+    })),
+  );
+  const extra = fc.record(
+    {
+      accept: fc.constantFrom(
+        'text/html',
+        'application/json',
+        '*/*',
+        'image/png',
+        'text/html;q=0, */*;q=0',
+        '',
+      ),
+      'accept-language': fc.constantFrom('xx', '*', 'de-DE,de;q=0.9'),
+      'x-forwarded-for': fc.constantFrom('1.2.3.4', 'garbage', '::1, 10.0.0.1'),
+      origin: fc.constantFrom('https://evil.example', 'null', 'http://127.0.0.1:54321'),
+    },
+    { requiredKeys: [] },
+  );
+  const base =
+    caller === 'garbage'
+      ? garbage
+      : caller === 'anonymous'
+        ? fc.constant({})
+        : fc.constant(targets.credentials[caller]);
+  return fc.tuple(base, extra).map(([a, b]) => ({ ...b, ...a }));
+}
+
+/** Fills `{id}` and friends; real ids only go with bodies that can never be valid. */
+function fillPath(op: Operation, targets: Targets): fc.Arbitrary<{ path: string; real: boolean }> {
+  const names = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+  if (names.length === 0) return fc.constant({ path: op.path, real: false });
+  // A raw PEM body only reaches its parser on a real CA.
+  const realWeight = op.media?.includes('text/plain') ? 12 : 3;
+  const collection = /\/v1\/([a-z-]+)\//.exec(op.path)?.[1] ?? '';
+  const real = targets.ids[collection]?.length ? targets.ids[collection]! : Object.values(targets.ids).flat();
+  return fc.tuple(...names.map(() => pathId(real, realWeight))).map((ids) => {
+    let path = op.path;
+    ids.forEach((p, i) => (path = path.replace(`{${names[i]}}`, p.id)));
+    return { path, real: ids.some((p) => p.real) };
+  });
+}
+
+/** One hostile request for `op` from `caller`. */
+export function requestFor(op: Operation, caller: Caller, targets: Targets): fc.Arbitrary<HostileRequest> {
+  return fc
+    .tuple(fillPath(op, targets), queryString(op, targets), headersFor(caller, targets), fc.nat(99))
+    .chain(([filled, query, headers, dice]) => {
+      // A caller who may write gets only bodies that can never be valid (no business row may appear).
+      const mayWrite = op.writes && caller.startsWith('admin');
+      // Subactions on a real row (disable, enable, refresh, delete) take no body to poison: skipped.
+      const neverValid = poisonableProperties(op.bodySchema).length > 0 || op.media?.includes('text/plain');
+      const unsafeReal = mayWrite && filled.real && (op.method === 'DELETE' || !neverValid);
+      const path = unsafeReal ? op.path.replace(/\{\w+\}/g, 'no-such-id') : filled.path;
+      const base = { operation: op.key, caller, method: op.method, path: path + query, headers };
+      if (!op.takesBody && op.method === 'GET') return fc.constant<HostileRequest>(base);
+      if (dice === 0 && op.takesBody) {
+        return fc.constant<HostileRequest>({
+          ...base,
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: `{"a":"${'x'.repeat(BODY_LIMIT)}"}`,
+          oversize: true,
+        });
+      }
+      const bodies = mayWrite ? neverValidBody(op, targets) : anyBody(op, targets);
+      return bodies.map(({ contentType, body }) => ({
+        ...base,
+        headers: contentType !== undefined ? { ...headers, 'content-type': contentType } : headers,
+        ...(body !== undefined ? { body } : {}),
+      }));
+    });
+}
+
+/** A batch of requests over every operation and caller that makes sense for it. */
+export function hostileRequest(ops: Operation[], targets: Targets): fc.Arbitrary<HostileRequest> {
+  const callers: Caller[] = ['anonymous', 'garbage', 'admin-session', 'admin-bearer'];
+  const pairs = ops.flatMap((op) =>
+    callers
+      .filter((c) => !(op.skipWithValidCredentials && c.startsWith('admin')))
+      .map((c) => [op, c] as const),
+  );
+  return fc.constantFrom(...pairs).chain(([op, caller]) => requestFor(op, caller, targets));
+}

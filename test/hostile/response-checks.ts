@@ -1,0 +1,73 @@
+import type { TestResponse } from '../helpers/https-client.js';
+import { resolve, schemaProblems } from '../openapi/schema-check.js';
+import type { HostileRequest } from './hostile-requests.js';
+import type { Operation } from './operations.js';
+
+const isObject = (v: unknown): v is Record<string, any> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `{"error":{"code","message","cause"?,"requestId"},"meta":{"apiVersion":"1"}}` (decisions.md §2). */
+export function edgeEnvelopeProblems(res: TestResponse): string[] {
+  const b = res.body;
+  if (!isObject(b)) return [`not a JSON object: ${String(res.header('content-type'))}`];
+  const problems: string[] = [];
+  const extra = Object.keys(b).filter((k) => k !== 'error' && k !== 'meta');
+  if (extra.length) problems.push(`unexpected members ${extra.join(', ')}`);
+  if (!isObject(b.error)) return [...problems, 'no error object'];
+  if (typeof b.error.code !== 'string' || !/^[A-Z_]+$/.test(b.error.code)) problems.push('error.code');
+  if (typeof b.error.message !== 'string' || !b.error.message) problems.push('error.message');
+  if (typeof b.error.requestId !== 'string') problems.push('error.requestId');
+  if ('cause' in b.error && !isObject(b.error.cause)) problems.push('error.cause');
+  if (!isObject(b.meta) || b.meta.apiVersion !== '1') problems.push('meta.apiVersion');
+  return problems;
+}
+
+/** RFC 6749 §5.2: `{"error","error_description"?}` with an ASCII error code. */
+export function oauthErrorProblems(res: TestResponse): string[] {
+  const b = res.body;
+  if (!isObject(b)) return [`not a JSON object: ${String(res.header('content-type'))}`];
+  const problems: string[] = [];
+  if (typeof b.error !== 'string' || !/^[\x20-\x21\x23-\x5b\x5d-\x7e]+$/.test(b.error))
+    problems.push(`error is not an RFC 6749 error code: ${JSON.stringify(b.error)?.slice(0, 80)}`);
+  if ('error_description' in b && typeof b.error_description !== 'string') problems.push('error_description');
+  return problems;
+}
+
+/** The response the Edge document names for this status, checked against its schema. */
+function documentedProblems(op: Operation, res: TestResponse): string[] {
+  const path = op.path.slice(op.doc.servers[0].url.length);
+  const documented = op.doc.paths[path]?.[op.method.toLowerCase()]?.responses?.[String(res.status)];
+  if (!documented) return [`status ${res.status} is not documented for ${op.key}`];
+  const response = documented.$ref ? resolve(op.doc, documented.$ref) : documented;
+  const schema = response.content?.['application/json']?.schema;
+  if (!schema) return [];
+  return schemaProblems(op.doc, schema, res.body).map((p) => `not as documented: ${p}`);
+}
+
+/** Everything wrong with one answer to a hostile request; empty when it is acceptable. */
+export function responseProblems(op: Operation, req: HostileRequest, res: TestResponse): string[] {
+  const problems: string[] = [];
+  if (res.status >= 500) problems.push(`status ${res.status}`);
+  if (req.oversize && req.caller.startsWith('admin') && res.status !== 413 && res.status < 500) {
+    // A body over the limit is refused before anything reads it (decisions.md §7).
+    if (!(op.errorShape !== 'edge' && res.status === 400))
+      problems.push(`oversize body answered ${res.status}`);
+  }
+  // Writes get only bodies that can never be valid, or ids that do not exist.
+  if (op.writes && res.status < 300)
+    problems.push(`a write that can never be valid was accepted: ${res.status}`);
+  if (op.doc) problems.push(...documentedProblems(op, res));
+  else if (res.status >= 400) {
+    const edge = edgeEnvelopeProblems(res);
+    const oauth = oauthErrorProblems(res);
+    if (op.errorShape === 'edge') problems.push(...edge.map((p) => `Edge envelope: ${p}`));
+    if (op.errorShape === 'oauth') problems.push(...oauth.map((p) => `RFC 6749 body: ${p}`));
+    if (op.errorShape === 'edge-or-oauth' && edge.length && oauth.length)
+      problems.push(`neither envelope: ${edge.join('; ')}`);
+  } else if (res.status >= 300) {
+    if (!res.header('location')) problems.push(`${res.status} without Location`);
+    if (op.path === '/oidc/authorization' && ![302, 303].includes(res.status))
+      problems.push(`authorization answered ${res.status}`);
+  }
+  return problems;
+}
