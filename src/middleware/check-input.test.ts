@@ -19,6 +19,12 @@ describe('checkInput', () => {
     expect(checkInput({ list: [['\u0007']] })?.field).toBe('list');
   });
 
+  it('refuses unpaired UTF-16 surrogates, which jsonb cannot store, and accepts paired ones', () => {
+    expect(checkInput(JSON.parse('{"configTypes":["\\ud800"]}'))?.field).toBe('configTypes');
+    expect(checkInput(JSON.parse('{"tags":{"\\udc00":"v"}}'))?.field).toBe('tags');
+    expect(checkInput({ name: 'emoji \u{1F600}' })).toBeUndefined();
+  });
+
   it('never echoes a top-level member name that itself holds a control character', () => {
     expect(checkInput({ 'a\u0000': 'x' })).toEqual({ field: undefined, reason: expect.any(String) });
     expect(checkInput('raw\u0000text')).toEqual({ field: undefined, reason: expect.any(String) });

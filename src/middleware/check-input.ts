@@ -5,20 +5,23 @@ import { validationError } from '../errors/app-error.js';
 export const MAX_NESTING = 32;
 
 /**
- * C0 control characters other than TAB, LF and CR. NUL cannot be stored in PostgreSQL text or
- * jsonb at all, and none of the others belongs in a name, id, code, token or password that a
- * client could type; TAB, LF and CR do occur in legitimate text (PEM, descriptions).
+ * C0 control characters other than TAB, LF and CR, and UTF-16 surrogates without their pair. NUL
+ * cannot be stored in PostgreSQL text or jsonb at all, jsonb refuses a lone surrogate, and none
+ * of them belongs in a name, id, code, token or password that a client could type; TAB, LF and
+ * CR do occur in legitimate text (PEM, descriptions).
  */
-function hasControl(text: string): boolean {
+const LONE_SURROGATE = /\p{Cs}/u;
+
+function isForbidden(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return true;
   }
-  return false;
+  return LONE_SURROGATE.test(text);
 }
 
 export const CONTROL_REASON =
-  'must not contain control characters other than tab, line feed and carriage return';
+  'must not contain control characters other than tab, line feed and carriage return, nor unpaired surrogates';
 
 export interface InputProblem {
   /** The top-level member holding the bad value, or undefined when that cannot be named. */
@@ -36,7 +39,7 @@ export function checkInput(input: unknown): InputProblem | undefined {
   while (stack.length > 0) {
     const { value, depth, field } = stack.pop()!;
     if (typeof value === 'string') {
-      if (hasControl(value)) return { field, reason: CONTROL_REASON };
+      if (isForbidden(value)) return { field, reason: CONTROL_REASON };
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
@@ -44,7 +47,7 @@ export function checkInput(input: unknown): InputProblem | undefined {
     for (const [key, member] of Object.entries(value)) {
       // Member names are echoed only at the top level, and only when they are clean.
       const named = depth === 0 ? key : field;
-      if (hasControl(key)) return { field: depth === 0 ? undefined : field, reason: CONTROL_REASON };
+      if (isForbidden(key)) return { field: depth === 0 ? undefined : field, reason: CONTROL_REASON };
       stack.push({ value: member, depth: depth + 1, field: named });
     }
   }

@@ -28,6 +28,10 @@ export function routeLabelOf(ctx: Context): string {
   return route ? (route.path as string) : 'unmatched';
 }
 
+/** Methods that label a series as themselves; any other (e.g. PROPFIND) is `other`. */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const methodLabelOf = (method: string) => (METHODS.has(method) ? method : 'other');
+
 /**
  * Prometheus metrics kept in memory per process: requests by listener, method, route template
  * and status, their latency histogram, and process gauges.
@@ -44,7 +48,7 @@ export function createMetrics() {
           await next();
         } finally {
           const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-          const key = `listener="${listener}",method="${ctx.method}",route="${routeLabelOf(ctx)}",status="${ctx.status}"`;
+          const key = `listener="${listener}",method="${methodLabelOf(ctx.method)}",route="${routeLabelOf(ctx)}",status="${ctx.status}"`;
           const s = series.get(key) ?? { count: 0, sum: 0, buckets: BUCKETS.map(() => 0) };
           s.count += 1;
           s.sum += seconds;

@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
 import { AppError } from '../errors/app-error.js';
+import { clientAddressKey } from '../services/auth/client-address-key.js';
 
 export interface RateLimitSettings {
   enabled: boolean;
@@ -16,8 +17,9 @@ interface Bucket {
 const MAX_BUCKETS = 100_000;
 
 /**
- * Token buckets per client address, in memory per process (decisions.md §7): `perSecond`
- * sustained, bursts of `burst`. The address is the socket's: proxy headers are not trusted.
+ * Token buckets per client address, in memory per process (docs/operations.md): `perSecond`
+ * sustained, bursts of `burst`. The address is the socket's (proxy headers are not trusted), an
+ * IPv6 one counted per /64 like the login ceiling.
  */
 export function createRateLimiter(settings: RateLimitSettings, now: () => number = Date.now) {
   const buckets = new Map<string, Bucket>();
@@ -46,7 +48,7 @@ export type RateLimiter = ReturnType<typeof createRateLimiter>;
 /** Edge-envelope form: 429 RATE_LIMITED with Retry-After. */
 export function rateLimit(limiter: RateLimiter) {
   return async function rateLimitMiddleware(ctx: Context, next: Next) {
-    const wait = limiter.take(ctx.ip);
+    const wait = limiter.take(clientAddressKey(ctx.ip));
     if (wait > 0) throw new AppError('RATE_LIMITED', { headers: { 'retry-after': String(wait) } });
     return next();
   };

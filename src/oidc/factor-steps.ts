@@ -14,7 +14,11 @@ export interface FactorStepsDeps {
   factors: SecondFactors;
   totp: Pick<
     TotpService,
-    'verifyLoginCode' | 'startEnrollment' | 'verifyEnrollment' | 'abandonEnrollment' | 'provisioningUrlFor'
+    | 'verifyLoginCode'
+    | 'startMarkedEnrollment'
+    | 'verifyEnrollment'
+    | 'abandonEnrollment'
+    | 'provisioningUrlFor'
   >;
   findIdentity: (id: string) => Promise<Identity | undefined>;
   findPolicy: (id: string) => Promise<AuthPolicy | undefined>;
@@ -71,6 +75,12 @@ export function createFactorSteps(deps: FactorStepsDeps) {
     return { ...pending, owed };
   }
 
+  /** The marker of the enrollment this login started; one it did not start is nobody's here. */
+  function ownEnrollment(state: LoginState): string {
+    if (state.totpEnrollment) return state.totpEnrollment;
+    throw new AppError('NOT_FOUND', { message: 'this login has no TOTP enrollment in progress' });
+  }
+
   /** Completes the login when nothing is owed, else keeps the progress and lists the rest. */
   async function advance(ctx: Context, request: AuthRequest, pending: PendingLogin): Promise<FactorOutcome> {
     const { state, identity, policy } = pending;
@@ -108,16 +118,21 @@ export function createFactorSteps(deps: FactorStepsDeps) {
       return (await pendingTotpEnrollment(request)).owed;
     },
 
-    /** `POST /oidc/login/totp/enroll` (spec 3.2): 409 MFA_EXISTS when in progress or verified. */
+    /**
+     * `POST /oidc/login/totp/enroll` (spec 3.2): 409 MFA_EXISTS when in progress or verified. The
+     * auth request keeps the enrollment's marker: its other enrollment steps reach only this one.
+     */
     async startEnrollment(request: AuthRequest): Promise<EnrollmentStart> {
-      const { identity } = await pendingTotpEnrollment(request);
-      return deps.totp.startEnrollment(identity.id, identity.name);
+      const { identity, state } = await pendingTotpEnrollment(request);
+      const { start, marker } = await deps.totp.startMarkedEnrollment(identity.id, identity.name);
+      await deps.login.savePending(request, { ...state, totpEnrollment: marker });
+      return start;
     },
 
-    /** The provisioning URL of the enrollment in progress, for the HTML page's QR code. */
+    /** The provisioning URL of the enrollment this login started, for the HTML page's QR code. */
     async enrollmentUrl(request: AuthRequest): Promise<string | undefined> {
-      const { identity } = await pendingTotpEnrollment(request);
-      return deps.totp.provisioningUrlFor(identity.id);
+      const { identity, state } = await pendingTotpEnrollment(request);
+      return state.totpEnrollment && deps.totp.provisioningUrlFor(identity.id, state.totpEnrollment);
     },
 
     /**
@@ -126,15 +141,15 @@ export function createFactorSteps(deps: FactorStepsDeps) {
      */
     async verifyEnrollment(ctx: Context, request: AuthRequest, code: string): Promise<FactorOutcome> {
       const pending = await pendingTotpEnrollment(request);
-      await deps.totp.verifyEnrollment(pending.identity.id, code);
+      await deps.totp.verifyEnrollment(pending.identity.id, code, ownEnrollment(pending.state));
       satisfy(pending.state, FACTORS.totp);
       return advance(ctx, request, pending);
     },
 
-    /** `DELETE /oidc/login/totp/enroll`: abandons the enrollment in progress (404 when none). */
+    /** `DELETE /oidc/login/totp/enroll`: abandons the enrollment this login started (404 when none). */
     async abandonEnrollment(request: AuthRequest): Promise<void> {
-      const { identity } = await pendingTotpEnrollment(request);
-      await deps.totp.abandonEnrollment(identity.id);
+      const { identity, state } = await pendingTotpEnrollment(request);
+      await deps.totp.abandonEnrollment(identity.id, ownEnrollment(state));
     },
   };
 }

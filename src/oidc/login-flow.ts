@@ -37,6 +37,12 @@ export interface LoginState {
    * signer) is one credential; JWTs of two signers are two. More than one adds `mfa` to `amr`.
    */
   credentials: string[];
+  /**
+   * The TOTP enrollment this auth request started mid-flow (a marker from the TOTP service): the
+   * only enrollment its steps may show, verify or abandon, so a password alone never reaches an
+   * enrollment the identity's owner has in progress.
+   */
+  totpEnrollment?: string;
 }
 
 /** A verified credential as `LoginState.credentials` names it. */

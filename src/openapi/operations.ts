@@ -53,7 +53,8 @@ function errorCodes(route: RouteDoc): ErrorCode[] {
     for (const code of ['COULD_NOT_VALIDATE', 'REQUEST_ENTITY_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const)
       codes.add(code);
   }
-  if (route.list) codes.add('COULD_NOT_VALIDATE');
+  // Every query string is checked for control characters, and lists parse filters.
+  codes.add('COULD_NOT_VALIDATE');
   if (pathParams(route.path).length > 0) codes.add('NOT_FOUND');
   if (route.rateLimited) codes.add('RATE_LIMITED');
   codes.add('SERVER_ERROR');

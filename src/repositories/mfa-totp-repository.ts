@@ -57,9 +57,16 @@ export const mfaTotpRepository = {
   },
 
   /** Marks an unverified configuration verified, consuming `step` (atomic, no replay). */
-  async markVerified(db: Db, identityId: string, step: number, now: Date): Promise<TotpConfig | undefined> {
+  /** `secretEnc`, when given, names the enrollment: a replaced one is not verified instead. */
+  async markVerified(
+    db: Db,
+    identityId: string,
+    step: number,
+    now: Date,
+    secretEnc?: string,
+  ): Promise<TotpConfig | undefined> {
     const [row] = await db('mfa_totp')
-      .where({ identity_id: identityId, is_verified: false })
+      .where({ identity_id: identityId, is_verified: false, ...(secretEnc ? { secret_enc: secretEnc } : {}) })
       .andWhere('last_used_step', '<', step)
       .update({ is_verified: true, verified_at: now, last_used_step: step })
       .returning('*');
@@ -76,9 +83,9 @@ export const mfaTotpRepository = {
     return rows.length === 1;
   },
 
-  async deleteUnverified(db: Db, identityId: string): Promise<boolean> {
+  async deleteUnverified(db: Db, identityId: string, secretEnc?: string): Promise<boolean> {
     const rows = await db('mfa_totp')
-      .where({ identity_id: identityId, is_verified: false })
+      .where({ identity_id: identityId, is_verified: false, ...(secretEnc ? { secret_enc: secretEnc } : {}) })
       .delete()
       .returning('identity_id');
     return rows.length === 1;

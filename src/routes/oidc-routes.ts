@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
-import { checkInput, checkQuery } from '../middleware/check-input.js';
-import { rateLimit, type RateLimiter } from '../middleware/rate-limit.js';
+import { checkQuery } from '../middleware/check-input.js';
+import { oauthErrors } from '../middleware/oauth-errors.js';
+import { rateLimit } from '../middleware/rate-limit.js';
 import { oidcLoginRoutes } from './oidc-login-routes.js';
 import { oidcSessionRoutes } from './oidc-session-routes.js';
 import type { RouteDeps } from './route-deps.js';
@@ -10,43 +11,27 @@ const LOGIN_PREFIX = '/oidc/login';
 
 const isLoginPath = (path: string) => path === LOGIN_PREFIX || path.startsWith(`${LOGIN_PREFIX}/`);
 
-/** RFC 6749 §5.2 error bodies for the OAuth endpoints (our login routes use the Edge envelope). */
-function oauthError(ctx: Context, status: number, error: string, description: string): void {
-  ctx.status = status;
-  ctx.body = { error, error_description: description };
-}
+/** Endpoints that answer refusals in the OAuth form (`oauthErrors`), not the Edge envelope. */
+const OAUTH_PATHS = new Set(['/oidc/authorization', '/oidc/token', '/oidc/revoke', '/oidc/userinfo']);
 
 /**
- * Per-address limits in the RFC 6749 shape, with Retry-After (docs/operations.md): the token
- * endpoint shares the login budget; the authorization endpoint, which stores an auth request on
- * every call, has its own.
+ * In front of the provider and our session endpoints: per-address limits (the token endpoint
+ * shares the login budget; the authorization endpoint, which stores an auth request on every call,
+ * has its own), and query parameters free of control characters — the provider would store them
+ * with the auth request, and PostgreSQL refuses NUL in jsonb. Ids in form bodies (codes, tokens)
+ * never reach SQL as they are: the adapter looks them up by their hash.
  */
-function oauthRateLimits(deps: RouteDeps): Middleware {
-  const limiters: Record<string, RateLimiter> = {
-    '/oidc/token': deps.loginLimiter,
-    '/oidc/authorization': deps.authorizationLimiter,
+function oauthGate(deps: RouteDeps): Middleware {
+  const limits: Record<string, Middleware> = {
+    '/oidc/token': rateLimit(deps.loginLimiter),
+    '/oidc/authorization': rateLimit(deps.authorizationLimiter),
   };
-  return async function oauthRateLimitMiddleware(ctx: Context, next: Next) {
-    const limiter = Object.hasOwn(limiters, ctx.path) ? limiters[ctx.path] : undefined;
-    const wait = limiter ? limiter.take(ctx.ip) : 0;
-    if (wait === 0) return next();
-    ctx.set('retry-after', String(wait));
-    oauthError(ctx, 429, 'temporarily_unavailable', 'too many requests; retry later');
+  const noLimit: Middleware = (_ctx, next) => next();
+  return async function oauthGateMiddleware(ctx: Context, next: Next) {
+    const limit = Object.hasOwn(limits, ctx.path) ? limits[ctx.path]! : noLimit;
+    const gated = () => limit(ctx, () => checkQuery(ctx, next));
+    return OAUTH_PATHS.has(ctx.path) ? oauthErrors(ctx, gated) : gated();
   };
-}
-
-/**
- * Query parameters of the provider's endpoints (and our OAuth-style session endpoints) with
- * control characters never reach the provider: it would store them with the auth request, and
- * PostgreSQL refuses NUL in jsonb. Body parameters reach the database only as ids, which the
- * Postgres adapter refuses itself.
- */
-async function oauthQueryCheck(ctx: Context, next: Next) {
-  if (isLoginPath(ctx.path)) return next();
-  const problem = checkInput(ctx.query);
-  if (!problem) return next();
-  const where = problem.field ? `parameter ${problem.field}` : 'a parameter name';
-  oauthError(ctx, 400, 'invalid_request', `${where} ${problem.reason}`);
 }
 
 /**
@@ -61,6 +46,8 @@ export function oidcMiddleware(deps: RouteDeps): Middleware | undefined {
   oidcLoginRoutes(router, deps, oidc);
   oidcSessionRoutes(router, oidc, deps.principals);
   const routes = router.routes() as unknown as Middleware;
-  const limits = oauthRateLimits(deps);
-  return oidc.middleware((ctx, next) => limits(ctx, () => oauthQueryCheck(ctx, () => routes(ctx, next))));
+  const gate = oauthGate(deps);
+  return oidc.middleware((ctx, next) =>
+    isLoginPath(ctx.path) ? routes(ctx, next) : gate(ctx, () => routes(ctx, next)),
+  );
 }

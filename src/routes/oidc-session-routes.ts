@@ -3,7 +3,6 @@ import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import { bearerTokens, secondaryExtJwtGate, type PrincipalResolver } from '../middleware/authenticate.js';
-import { oauthBearerErrors } from '../middleware/oauth-bearer-errors.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import type { Oidc } from '../oidc/create-oidc.js';
 import type { EndSessionParams } from '../oidc/end-session.js';
@@ -44,8 +43,8 @@ export function oidcSessionRoutes(router: Router, oidc: Oidc, principals: Princi
     await secondaryExtJwtGate(principals, tokens, principal);
     ctx.body = { sub: principal.identityId, name: principal.identityName };
   };
-  router.get('/oidc/userinfo', oauthBearerErrors, userinfo);
-  router.post('/oidc/userinfo', oauthBearerErrors, parseBody(), userinfo);
+  router.get('/oidc/userinfo', userinfo);
+  router.post('/oidc/userinfo', parseBody(), userinfo);
 
   const endSession = async (ctx: Context, source: Record<string, unknown>) => {
     const result = await oidc.endSession(issuerEntryOf(ctx), endSessionParams(source));

@@ -27,7 +27,7 @@ export function createEnrollmentTokens(box: SecretBox) {
     },
 
     /**
-     * Tokens written before migration 006 are still plain: a migration cannot reach the master key,
+     * Tokens written before migration 007 are still plain: a migration cannot reach the master key,
      * so they are sealed here, at start, before anything is served. Idempotent: a row is
      * converted only while it still holds its plain token, whichever process gets there first.
      */

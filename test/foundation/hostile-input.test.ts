@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { pino } from 'pino';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   DEFAULT_REDIRECT_URI,
   authorizationPath,
@@ -88,6 +88,30 @@ describe('hostile input at the edge: control characters and deep nesting (docs/o
     expectEdgeError(escapeInKey, 'tags');
     expectEdgeError(query, 'filter');
     expect(whitespace.status).toBe(201);
+    expect(log.errors()).toEqual([]);
+  });
+
+  test('an unpaired UTF-16 surrogate with valid credentials is 400, not a jsonb error', async () => {
+    // JSON.parse turns "\ud800" into a lone surrogate that PostgreSQL's jsonb refuses to store.
+    const raw = (body: string, path: string, headers: Record<string, string> = {}) =>
+      server.client.post(path, { body, headers: { 'content-type': 'application/json', ...headers } });
+    const login = JSON.stringify({ username: ADMIN_USERNAME, password: ADMIN_PASSWORD });
+    const responses = {
+      configTypes: await raw(
+        login.replace(/}$/, ',"configTypes":["\\ud800"]}'),
+        '/edge/management/v1/authenticate?method=password',
+      ),
+      tagKey: await raw(
+        '{"name":"surrogate-tag","type":"Device","isAdmin":false,"tags":{"\\udc00":"v"}}',
+        '/edge/management/v1/identities',
+        {
+          'svc-session': token,
+        },
+      ),
+    };
+
+    expectEdgeError(responses.configTypes, 'configTypes');
+    expectEdgeError(responses.tagKey, 'tags');
     expect(log.errors()).toEqual([]);
   });
 

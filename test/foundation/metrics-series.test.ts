@@ -51,6 +51,15 @@ describe('metric series are labelled by route template, never by the raw path', 
     for (const s of sent) expect(metrics.text).not.toContain(s);
   });
 
+  test('unusual request methods share one `other` label', async () => {
+    const methods = ['PROPFIND', 'MKCOL', 'LOCK', 'UNLOCK', 'SEARCH', 'PURGE', 'REPORT', 'COPY'];
+    for (const method of methods) await server.client.request(method, '/oidc/token');
+    const metrics = (await server.client.get('/metrics')).text;
+
+    for (const method of methods) expect(metrics).not.toContain(`method="${method}"`);
+    expect(metrics).toMatch(/method="other",route="\/oidc\/token",status="405"\} 8/);
+  });
+
   test('oidc-provider endpoints are labelled by their fixed names', async () => {
     await server.client.get('/oidc/.well-known/openid-configuration');
     await server.client.post('/oidc/token', {

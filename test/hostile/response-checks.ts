@@ -1,3 +1,4 @@
+import { CONTROL_REASON } from '../../src/middleware/check-input.js';
 import type { TestResponse } from '../helpers/https-client.js';
 import { resolve, schemaProblems } from '../openapi/schema-check.js';
 import type { HostileRequest } from './hostile-requests.js';
@@ -50,7 +51,9 @@ export function responseProblems(op: Operation, req: HostileRequest, res: TestRe
   if (res.status >= 500) problems.push(`status ${res.status}`);
   if (req.oversize && req.caller.startsWith('admin') && res.status !== 413 && res.status < 500) {
     // A body over the limit is refused before anything reads it (decisions.md §7).
-    if (!(op.errorShape !== 'edge' && res.status === 400))
+    // A query with control characters is refused before the body is read, just as early.
+    const badQuery = res.status === 400 && res.body?.error?.cause?.reason === CONTROL_REASON;
+    if (!badQuery && !(op.errorShape !== 'edge' && res.status === 400))
       problems.push(`oversize body answered ${res.status}`);
   }
   // Writes get only bodies that can never be valid, or ids that do not exist.
@@ -61,7 +64,12 @@ export function responseProblems(op: Operation, req: HostileRequest, res: TestRe
     const edge = edgeEnvelopeProblems(res);
     const oauth = oauthErrorProblems(res);
     if (op.errorShape === 'edge') problems.push(...edge.map((p) => `Edge envelope: ${p}`));
-    if (op.errorShape === 'oauth') problems.push(...oauth.map((p) => `RFC 6749 body: ${p}`));
+    // RFC 6750 §3.1: a request without any token gets the bare challenge and no error code.
+    const bareBearer =
+      res.status === 401 &&
+      res.header('www-authenticate') === 'Bearer realm="svc-oidc"' &&
+      JSON.stringify(res.body) === '{}';
+    if (op.errorShape === 'oauth' && !bareBearer) problems.push(...oauth.map((p) => `RFC 6749 body: ${p}`));
     if (op.errorShape === 'edge-or-oauth' && edge.length && oauth.length)
       problems.push(`neither envelope: ${edge.join('; ')}`);
   } else if (res.status >= 300) {

@@ -161,6 +161,28 @@ describe('TOTP enrollment during an OIDC flow (spec 3.2)', () => {
     expect(await totpRows()).toEqual(before);
   });
 
+  test("an enrollment the owner started elsewhere is out of a login's reach: not shown, verified or abandoned", async () => {
+    const { user, started } = await owingEnrollment('enroll-owner-in-progress');
+    const owners = await server.app.services.routeDeps.totp.startEnrollment(user.id, user.name);
+    const secret = secretFromUrl(owners.provisioningUrl);
+    const url = `${ENROLL}?authRequestID=${started.authRequestId}`;
+    const totpRows = () => server.app.knex('mfa_totp').where({ identity_id: user.id });
+    const before = await totpRows();
+
+    const htmlPage = await server.client.get(url, { headers: HTML });
+    const jsonPage = await server.client.get(url);
+    const verified = await verify(started.authRequestId, await totpCode(secret, timeStepAt()));
+    const abandoned = await abandon(started.authRequestId);
+    const restarted = await start(started.authRequestId);
+
+    expect(htmlPage.status).toBe(200);
+    for (const res of [htmlPage, jsonPage]) expect(res.text).not.toContain(secret);
+    for (const res of [verified, abandoned]) expect(res.status).toBe(404);
+    expect(restarted.status).toBe(409);
+    expect(restarted.body.error.code).toBe('MFA_EXISTS');
+    expect(await totpRows()).toEqual(before);
+  });
+
   describe('HTML pages (Accept: text/html)', () => {
     const page = (path: string, id: string) =>
       server.client.get(`${path}?authRequestID=${id}`, { headers: HTML });

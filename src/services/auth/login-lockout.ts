@@ -1,9 +1,9 @@
-import { isIPv6 } from 'node:net';
 import type { Knex } from 'knex';
 import type { Identity } from '../../repositories/identities-repository.js';
 import type { AuthPolicy } from '../../repositories/auth-policies-repository.js';
 import { loginFailuresRepository } from '../../repositories/login-failures-repository.js';
 import type { RevocationService } from '../revocation-service.js';
+import { clientAddressKey } from './client-address-key.js';
 
 /**
  * ASVS 4.0.3 §2.2.1: at most 100 failed attempts per hour on one account, counted per client
@@ -81,22 +81,3 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
 }
 
 export type LoginLockout = ReturnType<typeof createLoginLockout>;
-
-/**
- * What the hourly ceiling is counted under: an IPv4 address (also when IPv4-mapped), or the /64
- * network of an IPv6 address — one host usually holds a whole /64 (RFC 4291 §2.5.1), so counting
- * single IPv6 addresses would give it unlimited guesses.
- */
-export function clientAddressKey(address: string): string {
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!isIPv6(address)) return address;
-  const [head = '', tail] = address.split('%')[0]!.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail === undefined ? [] : tail ? tail.split(':') : [];
-  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
-  return `${groups
-    .slice(0, 4)
-    .map((g) => parseInt(g, 16).toString(16))
-    .join(':')}::/64`;
-}

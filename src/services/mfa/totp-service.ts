@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { constantTimeEqual, sha256Hex } from '../../crypto/random.js';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import { isForeignKeyViolation } from '../../db/db-errors.js';
 import { AppError } from '../../errors/app-error.js';
@@ -91,11 +92,23 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
   }
 
   async function startEnrollment(identityId: string, identityName: string): Promise<EnrollmentStart> {
+    return (await startMarkedEnrollment(identityId, identityName)).start;
+  }
+
+  /**
+   * Starts an enrollment and names it by a marker (a hash of its sealed secret, which is fresh per
+   * enrollment), so that a login can later reach the enrollment it started and no other.
+   */
+  async function startMarkedEnrollment(
+    identityId: string,
+    identityName: string,
+  ): Promise<{ start: EnrollmentStart; marker: string }> {
     const secret = newTotpSecret();
+    const sealed = box.seal(secret);
     const { codes, hashes } = await freshRecoveryCodes(identityId);
     try {
       await knex.transaction(async (trx) => {
-        const created = await mfaTotpRepository.insertIfAbsent(trx, identityId, box.seal(secret));
+        const created = await mfaTotpRepository.insertIfAbsent(trx, identityId, sealed);
         if (!created) throw new AppError('MFA_EXISTS');
         await mfaRecoveryCodesRepository.replace(trx, identityId, hashes);
       });
@@ -103,11 +116,20 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
       if (isForeignKeyViolation(err)) throw notFound('the identity no longer exists');
       throw err;
     }
-    return {
-      isVerified: false,
+    const start = {
+      isVerified: false as const,
       provisioningUrl: provisioningUrl(issuer, identityName, secret),
       recoveryCodes: codes,
     };
+    return { start, marker: sha256Hex(sealed) };
+  }
+
+  /** The unverified enrollment, and with a marker only the enrollment that marker names. */
+  async function enrollmentInProgress(identityId: string, marker?: string): Promise<TotpConfig | undefined> {
+    const config = await mfaTotpRepository.find(knex, identityId);
+    if (!config || config.isVerified) return undefined;
+    if (marker !== undefined && !constantTimeEqual(sha256Hex(config.secretEnc), marker)) return undefined;
+    return config;
   }
 
   /**
@@ -115,21 +137,24 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
    * failure limit applies here too (decisions.md §7): an enrollment may have been started by
    * someone else than the one guessing against it, and a verified one completes a login.
    */
-  async function verifyEnrollment(identityId: string, code: string): Promise<void> {
-    const config = await mfaTotpRepository.find(knex, identityId);
-    if (!config || config.isVerified) throw notFound('no TOTP enrollment is in progress');
+  async function verifyEnrollment(identityId: string, code: string, marker?: string): Promise<void> {
+    const config = await enrollmentInProgress(identityId, marker);
+    if (!config) throw notFound('no TOTP enrollment is in progress');
     const step = await limited(identityId, () =>
       matchTotpStep(box.open(config.secretEnc), withoutSpaces(code), now(), config.lastUsedStep),
     );
     if (step === undefined) throw invalid('MFA_INVALID_TOKEN', 'wrong enrollment code');
-    const verified = await mfaTotpRepository.markVerified(knex, identityId, step, now());
+    const verified = await mfaTotpRepository.markVerified(knex, identityId, step, now(), config.secretEnc);
     if (!verified) throw invalid('MFA_INVALID_TOKEN', 'enrollment changed or code replayed');
   }
 
-  /** Drops an unverified enrollment and its codes; 404 when none is in progress. */
-  async function abandonEnrollment(identityId: string): Promise<void> {
+  /** Drops an unverified enrollment (the marked one) and its codes; 404 when none is in progress. */
+  async function abandonEnrollment(identityId: string, marker?: string): Promise<void> {
+    const secretEnc =
+      marker === undefined ? undefined : (await enrollmentInProgress(identityId, marker))?.secretEnc;
+    if (marker !== undefined && !secretEnc) throw notFound('no TOTP enrollment is in progress');
     await knex.transaction(async (trx) => {
-      if (!(await mfaTotpRepository.deleteUnverified(trx, identityId))) {
+      if (!(await mfaTotpRepository.deleteUnverified(trx, identityId, secretEnc))) {
         throw notFound('no TOTP enrollment is in progress');
       }
       await mfaRecoveryCodesRepository.deleteAll(trx, identityId);
@@ -183,9 +208,9 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
     return identity && provisioningUrl(issuer, identity.name, box.open(config.secretEnc));
   }
 
-  /** The provisioning URL while the enrollment is unverified (QR code), else undefined. */
-  async function provisioningUrlFor(identityId: string): Promise<string | undefined> {
-    const config = await mfaTotpRepository.find(knex, identityId);
+  /** The provisioning URL while the (marked) enrollment is unverified (QR code), else undefined. */
+  async function provisioningUrlFor(identityId: string, marker?: string): Promise<string | undefined> {
+    const config = await enrollmentInProgress(identityId, marker);
     return config && urlWhileUnverified(config);
   }
 
@@ -203,6 +228,7 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
 
   return {
     startEnrollment,
+    startMarkedEnrollment,
     verifyEnrollment,
     abandonEnrollment,
     verifyLoginCode,

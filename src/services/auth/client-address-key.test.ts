@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { clientAddressKey } from './login-lockout.js';
+import { clientAddressKey } from './client-address-key.js';
 
 describe('clientAddressKey', () => {
   test('an IPv4 address, plain or IPv4-mapped, is its own key', () => {
