@@ -62,7 +62,7 @@ export function authenticate(resolver: PrincipalResolver, options: AuthenticateO
 }
 
 /**
- * Spec 5.3 item 2, 7.1 case 5: when the policy names a secondary external JWT signer, every
+ * When the policy names a secondary external JWT signer, every
  * request (bearer or legacy session, Edge APIs and `/oidc/userinfo`) must also carry a valid JWT
  * of it; the access token or session alone is not enough. Fails closed when no check is wired.
  */

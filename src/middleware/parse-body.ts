@@ -13,7 +13,7 @@ function hasBody(ctx: Context): boolean {
 
 /**
  * JSON or form bodies only (415 otherwise), at most 1 MiB (413), on DELETE too
- * (decisions.md §2). koa-body's own limits (56 KB form default) are raised to match. Every
+ * (docs/operations.md). koa-body's own limits (56 KB form default) are raised to match. Every
  * parsed body passes `checkInput` here, once, so no route sees control characters or hostile
  * nesting (400 COULD_NOT_VALIDATE).
  */

@@ -119,7 +119,7 @@ export function createFactorSteps(deps: FactorStepsDeps) {
     },
 
     /**
-     * `POST /oidc/login/totp/enroll` (spec 3.2): 409 MFA_EXISTS when in progress or verified. The
+     * `POST /oidc/login/totp/enroll`: 409 MFA_EXISTS when in progress or verified. The
      * auth request keeps the enrollment's marker: its other enrollment steps reach only this one.
      */
     async startEnrollment(request: AuthRequest): Promise<EnrollmentStart> {

@@ -114,7 +114,7 @@ async function dispatch(ctx: Context, entry: IssuerEntry): Promise<void> {
 /**
  * Everything under /oidc and the root discovery document (mounted only on listeners with
  * `edge-oidc`). The issuer is picked by the Host header among the addresses of the listener that
- * accepted the connection; other hosts get a JSON 404 (decisions.md §5 ▲). Our own routes run first, then the provider.
+ * accepted the connection; other hosts get a JSON 404 (docs/operations.md). Our own routes run first, then the provider.
  */
 export function createOidcDispatch(registry: IssuerRegistry, ours: Middleware): Middleware {
   return async function oidcDispatch(ctx: Context, next: Next) {

@@ -19,7 +19,8 @@ const epoch = (d: Date) => Math.floor(d.getTime() / 1000);
 /**
  * Every id, uid and user code the provider generates is short printable ASCII; client ids are
  * ours. Anything else came from a client (a code, token or client_id parameter) and names no row,
- * so it is not looked up at all: PostgreSQL would refuse a NUL with an error instead of a miss.
+ * so it is not looked up at all. Ids reach SQL only as their hash, but a uid or user code is
+ * looked up as it is, and PostgreSQL would refuse a NUL there with an error instead of a miss.
  */
 const PLAUSIBLE_KEY = /^[\x21-\x7e]{1,512}$/;
 const plausible = (key: unknown): key is string => typeof key === 'string' && PLAUSIBLE_KEY.test(key);

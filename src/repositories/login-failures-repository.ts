@@ -10,7 +10,7 @@ export interface FailureCounts {
 const HOUR_MS = 3600_000;
 
 /**
- * Failed primary logins, counted by single atomic statements (anchors.md pitfall 3): the run of
+ * Failed primary logins, counted by single atomic statements: the run of
  * consecutive failures per identity, the hourly window per identity and client address.
  * An attempt is counted BEFORE its password is checked and given back when it succeeds, so that
  * parallel requests cannot test more passwords than the limits allow (Zitadel GHSA-7h8m-vrxx-vr4m).

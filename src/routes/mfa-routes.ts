@@ -11,8 +11,8 @@ import { qrPng } from '../services/mfa/qr-code.js';
 import type { RouteDeps } from './route-deps.js';
 
 /**
- * The amr of a session once its TOTP step is done (decisions.md §5 names the value `otp`): the
- * primary credential and the code are two factors, hence `mfa` (RFC 8176).
+ * The amr of a session once its TOTP step is done: the primary credential and the code are two
+ * factors, hence `mfa` (RFC 8176).
  */
 export const withOtp = (amr: string[]): string[] => [
   ...new Set([...amr.filter((v) => v !== 'mfa'), 'otp', 'mfa']),

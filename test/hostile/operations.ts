@@ -1,6 +1,6 @@
 import { resolve } from '../openapi/schema-check.js';
 
-/** How an error of an operation must look (decisions.md §2, §5). */
+/** How an error of an operation must look (README, APIs; docs/operations.md). */
 export type ErrorShape = 'edge' | 'oauth' | 'edge-or-oauth';
 
 /** One operation the suite attacks: from the served OpenAPI documents, or the hand list of /oidc. */
@@ -113,7 +113,7 @@ const TOKEN_PARAMS = [
 /**
  * The /oidc endpoints by hand (no OpenAPI document describes them): the login steps of
  * src/routes/oidc-*.ts, and the OAuth endpoints. token, revoke and userinfo answer RFC 6749/6750
- * bodies; authorization may redirect or answer 400 with an RFC 6749 body (decisions.md §2, §5).
+ * bodies; authorization may redirect or answer 400 with an RFC 6749 body (docs/operations.md).
  */
 export function oidcOperations(): Operation[] {
   const login = (method: string, path: string) =>
@@ -138,7 +138,7 @@ export function oidcOperations(): Operation[] {
     }),
     oidc('GET', '/oidc/userinfo', { errorShape: 'oauth' }),
     oidc('POST', '/oidc/userinfo', { errorShape: 'oauth', bodySchema: objectOf(['access_token']) }),
-    // decisions.md names no body for end_session errors: either envelope is accepted.
+    // end_session errors have no fixed body: either envelope is accepted.
     oidc('GET', '/oidc/end_session', {
       errorShape: 'edge-or-oauth',
       queryNames: ['id_token_hint', 'post_logout_redirect_uri', 'state', 'client_id'],

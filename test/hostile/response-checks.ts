@@ -7,7 +7,7 @@ import type { Operation } from './operations.js';
 const isObject = (v: unknown): v is Record<string, any> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** `{"error":{"code","message","cause"?,"requestId"},"meta":{"apiVersion":"1"}}` (decisions.md §2). */
+/** `{"error":{"code","message","cause"?,"requestId"},"meta":{"apiVersion":"1"}}` (README, APIs). */
 export function edgeEnvelopeProblems(res: TestResponse): string[] {
   const b = res.body;
   if (!isObject(b)) return [`not a JSON object: ${String(res.header('content-type'))}`];
@@ -50,7 +50,7 @@ export function responseProblems(op: Operation, req: HostileRequest, res: TestRe
   const problems: string[] = [];
   if (res.status >= 500) problems.push(`status ${res.status}`);
   if (req.oversize && req.caller.startsWith('admin') && res.status !== 413 && res.status < 500) {
-    // A body over the limit is refused before anything reads it (decisions.md §7).
+    // A body over the limit is refused before anything reads it (docs/operations.md).
     // A query with control characters is refused before the body is read, just as early.
     const badQuery = res.status === 400 && res.body?.error?.cause?.reason === CONTROL_REASON;
     if (!badQuery && !(op.errorShape !== 'edge' && res.status === 400))
