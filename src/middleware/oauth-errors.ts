@@ -2,6 +2,8 @@ import type { Context, Next } from 'koa';
 import { isAppError } from '../errors/app-error.js';
 import { formatOAuthBearerChallenge, oauthBearerErrorOf } from '../errors/www-authenticate.js';
 
+const OAUTH_STATUSES = new Set([400, 401, 413, 415, 429]);
+
 /**
  * The OAuth endpoints (token, authorization, revoke, userinfo) answer refusals the way OAuth
  * clients read them instead of in the Edge envelope:
@@ -10,15 +12,16 @@ import { formatOAuthBearerChallenge, oauthBearerErrorOf } from '../errors/www-au
  *   or the bare realm and `{}` when no token was sent; any other challenge (the secondary external
  *   JWT) keeps the Edge form, which only our own clients answer;
  * - a rate limit: 429 `temporarily_unavailable` with its Retry-After (RFC 6749 §4.1.2.1);
- * - any other refusal of the request itself (bad parameters, media type, size): its status with
+ * - a refusal of the request's content (parameters, media type, size): its status with
  *   `invalid_request` (RFC 6749 §5.2).
- * Server errors and everything the provider answers itself pass through unchanged.
+ * Unknown paths and wrong methods (404, 405) keep the Edge envelope every path under /oidc has;
+ * server errors and everything the provider answers itself pass through unchanged.
  */
 export async function oauthErrors(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
   } catch (err) {
-    if (!isAppError(err) || err.status >= 500) throw err;
+    if (!isAppError(err) || !OAUTH_STATUSES.has(err.status)) throw err;
     if (err.status === 401) {
       const [only, ...others] = err.challenges;
       const bearer = only && others.length === 0 ? oauthBearerErrorOf(only) : undefined;
