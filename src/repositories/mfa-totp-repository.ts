@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 
-/** One identity's TOTP configuration (decisions.md §5); the secret stays sealed here. */
+/** One identity's TOTP configuration; the secret stays sealed here. */
 export interface TotpConfig {
   identityId: string;
   secretEnc: string;
