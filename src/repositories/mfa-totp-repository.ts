@@ -56,8 +56,10 @@ export const mfaTotpRepository = {
     return row && toConfig(row);
   },
 
-  /** Marks an unverified configuration verified, consuming `step` (atomic, no replay). */
-  /** `secretEnc`, when given, names the enrollment: a replaced one is not verified instead. */
+  /**
+   * Marks an unverified configuration verified, consuming `step` (atomic, no replay). `secretEnc`,
+   * when given, names the enrollment: a replaced one is not verified instead.
+   */
   async markVerified(
     db: Db,
     identityId: string,
