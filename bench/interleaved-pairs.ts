@@ -62,7 +62,7 @@ function summarise(runs: RunResult[]): SideSummary {
 /**
  * Warm-up of both sides, then `pairs` pairs with the order swapped every other pair
  * (S B, B S, S B …), so drift in the machine's background load hits both sides alike
- * (bench-notes.md: the host steals up to 40 % of the CPU at times).
+ * (on a shared VM the host steals up to 40 % of the CPU at times).
  */
 export async function runInterleavedPairs(
   service: PreparedSide,

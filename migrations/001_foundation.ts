@@ -63,7 +63,7 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['auth_policy_id', 'signer_id'], { constraintName: 'auth_policy_allowed_signers__pk' });
   });
 
-  // Policy `default` always exists (decisions.md §3): certificate and UPDB allowed, no secondary.
+  // Policy `default` always exists: certificate and UPDB allowed, no secondary.
   await knex('auth_policies').insert({
     id: 'default',
     name: 'Default',

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 
-/** TOTP configuration, recovery codes and the TOTP failure window (decisions.md §5, §7). */
+/** TOTP configuration, recovery codes and the TOTP failure window. */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('mfa_totp', (t) => {
     t.text('identity_id')

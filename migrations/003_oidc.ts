@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 
-/** oidc-provider's models (one table, oidc-provider-notes.md §6) and the signing keys. */
+/**
+ * oidc-provider's models (one table for every model, keyed by model name and hashed id) and the signing
+ * keys.
+ */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('oidc_payloads', (t) => {
     t.text('model').notNullable();

@@ -53,7 +53,7 @@ function certificateHosts(config: Config): string[] {
   return [...hosts, 'localhost', '127.0.0.1'];
 }
 
-/** Composition root: config in, a running controller out (architecture.md). */
+/** Composition root: config in, a running controller out (docs/architecture.md). */
 export async function createApp(config: Config, options: { logger?: Logger } = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.logLevel);
   for (const warning of config.warnings) logger.warn(warning);

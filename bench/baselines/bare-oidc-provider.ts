@@ -10,7 +10,7 @@ import { bareProviderConfiguration } from './bare-provider-config.js';
 
 /**
  * Baseline (b): a bare oidc-provider 9 under /oidc in Koa 3 with the cookie-less login of
- * oidc-provider-notes.md §1 option D (the login POST finishes the interaction and is handed to
+ * docs/adr/0005-in-process-cookie-less-resume.md (the login POST finishes the interaction and is handed to
  * the provider's resume route in-process), one Argon2id verify per login at the service's
  * parameters. Started by bench/run.ts with the users to accept.
  */
@@ -30,7 +30,7 @@ const { privateKey } = await generateKeyPair('RS256', { modulusLength: 2048, ext
 const privateJwk = { ...(await exportJWK(privateKey)), alg: 'RS256', use: 'sig' };
 const cookieKeys = [randomBytes(32).toString('base64url')];
 
-/** offline_access is dropped without prompt=consent (notes §4): added before the provider sees it. */
+/** offline_access is dropped without prompt=consent: added before the provider sees it. */
 function withConsentPrompt(req: Req, query: URLSearchParams): void {
   const prompt = (query.get('prompt') ?? '').split(' ').filter(Boolean);
   if ((query.get('scope') ?? '').split(' ').includes('offline_access') && !prompt.includes('consent')) {
@@ -102,7 +102,7 @@ await serveBaseline((origin) => {
     if (ctx.method === 'GET' && ctx.path === `${MOUNT}/authorization`) {
       withConsentPrompt(req, new URLSearchParams(ctx.querystring));
     }
-    // The provider derives its mount path from originalUrl minus url (notes §8).
+    // The provider derives its mount path from originalUrl minus url.
     req.originalUrl = req.url;
     req.url = req.url!.slice(MOUNT.length) || '/';
     ctx.respond = false;

@@ -30,7 +30,7 @@ function policy() {
   return prompts;
 }
 
-/** A fresh grant with exactly the requested scopes after each login, as the service does (notes §5). */
+/** A fresh grant with exactly the requested scopes after each login, as the service does. */
 async function loadExistingGrant(ctx: KoaContextWithOIDC) {
   const { client, session } = ctx.oidc;
   if (!ctx.oidc.result?.login || !client || !session?.accountId) return undefined;

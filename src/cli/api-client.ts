@@ -6,7 +6,7 @@ export interface ApiClientOptions {
   url: string;
   /** PEM bundle the server certificate must chain to: the CLI never talks to an unverified server. */
   ca: string;
-  /** Legacy session token (header `svc-session`, decisions.md §4). */
+  /** Legacy session token (header `svc-session`). */
   token?: string;
   /** Client certificate and key for mutual TLS (OTTCA enrollment). */
   cert?: string;
@@ -18,7 +18,7 @@ export interface RequestOptions {
   body?: unknown;
 }
 
-/** The Edge error envelope (decisions.md §2). */
+/** The Edge error envelope. */
 interface ErrorEnvelope {
   error?: { code?: string; message?: string; cause?: { field?: string; reason?: string } };
 }

@@ -18,7 +18,7 @@ async function deleteEnrollment(ctx: CommandContext): Promise<void> {
 }
 
 /**
- * Spec 2.1 rule 7, second step: an identity created with its default certificate (ott)
+ * The second step after `create identity`: an identity created with its default certificate (ott)
  * enrollment loses it here, e.g. to authenticate by external JWT only.
  */
 async function deleteEnrollmentsOf(ctx: CommandContext): Promise<void> {

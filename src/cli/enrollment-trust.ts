@@ -5,7 +5,7 @@ import { getWithoutVerification, parsePemBundle, fetchServerLeaf } from './unver
 
 export type EnrollMethod = 'ott' | 'ottca' | 'updb';
 
-/** The claims of an enrollment JWT (decisions.md §3). */
+/** The claims of an enrollment JWT. */
 export interface EnrollmentClaims {
   iss: string;
   sub: string;

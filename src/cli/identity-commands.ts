@@ -19,7 +19,10 @@ interface IdentitySummary {
 
 type Enrollment = { ott: true } | { ottca: string } | { updb: string };
 
-/** Rule 7 of spec 2.1: an `ott` enrollment unless told otherwise; ◆ --no-enrollment and --ottca go past it. */
+/**
+ * An `ott` enrollment unless `--updb` says otherwise, so a new identity always has a way in;
+ * `--no-enrollment` and `--ottca` are there for identities that log in another way (docs/cli.md).
+ */
 function enrollmentFrom(values: OptionValues): Enrollment | undefined {
   const updb = stringOption(values, 'updb');
   const ottca = stringOption(values, 'ottca');
@@ -54,7 +57,7 @@ function createBody(ctx: CommandContext) {
   };
 }
 
-/** Writes the enrollment JWT of the identity detail (decisions.md §3) to `file`, mode 0600. */
+/** Writes the enrollment JWT of the identity detail to `file`, mode 0600. */
 async function writeEnrollmentJwt(ctx: CommandContext, api: ApiClient, id: string, file: string) {
   const { data } = await api.get<{ enrollment?: Record<string, { jwt: string; expiresAt: string }> }>(
     `${IDENTITIES}/${encodeURIComponent(id)}`,

@@ -2,14 +2,14 @@ import { out } from './cli-io.js';
 import type { CommandContext, CommandSpec } from './command-spec.js';
 import { withSessionApi } from './session-client.js';
 
-/** The key view of `POST /keys/rotate` (decisions.md §5). */
+/** The key view of `POST /keys/rotate`. */
 interface RotatedKey {
   kid?: string;
   alg?: string;
   signsFrom?: string;
 }
 
-/** decisions.md §5: publishes a new OIDC signing key now; it signs after the rotation grace. */
+/** Publishes a new OIDC signing key now; it signs after the rotation grace, once clients have fetched it. */
 async function rotateKeys(ctx: CommandContext): Promise<void> {
   const { data } = await withSessionApi(ctx.io, (api) =>
     api.post<RotatedKey>('/edge/management/v1/keys/rotate'),

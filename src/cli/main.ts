@@ -10,7 +10,7 @@ import { keysCommands } from './keys-commands.js';
 import { loginCommand } from './login-command.js';
 import { commandHelp, groupHelp } from './usage.js';
 
-/** Every command of decisions.md §8, in the order the help lists them. */
+/** Every command (docs/cli.md), in the order the help lists them. */
 export const commands: CommandSpec[] = [
   loginCommand,
   ...identityCommands,

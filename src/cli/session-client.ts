@@ -19,7 +19,7 @@ export async function withSessionApi<T>(io: CliIo, fn: (api: ApiClient) => Promi
   }
 }
 
-/** A filter string literal of the list API: only `"` and `\` need escaping (decisions.md §2). */
+/** A filter string literal of the list API: only `"` and `\` need escaping. */
 export function filterString(value: string): string {
   return `"${value.replace(/[\\"]/g, '\\$&')}"`;
 }

@@ -9,7 +9,7 @@ export interface StoredSession {
   ca: string;
 }
 
-/** `$XDG_CONFIG_HOME/svc/session.json`, else `~/.config/svc/session.json` (decisions.md §8). */
+/** `$XDG_CONFIG_HOME/svc/session.json`, else `~/.config/svc/session.json`. */
 export function sessionPath(env: Record<string, string | undefined>): string {
   const base = env.XDG_CONFIG_HOME || (env.HOME ? join(env.HOME, '.config') : undefined);
   if (!base) throw new CliError('neither XDG_CONFIG_HOME nor HOME is set: nowhere to keep the session');

@@ -71,7 +71,7 @@ describe('configuration sources', () => {
     expect(c.database.poolMax).toBe(3);
   });
 
-  test('the named variables of decisions §1 are read', () => {
+  test('the named variables (DATABASE_URL, LOG_LEVEL, SVC_ADDRESS, …) are read', () => {
     const c = load({
       DATABASE_URL: 'postgres://u@h/db',
       SVC_DATA_DIR: '/var/lib/svc',
@@ -89,7 +89,7 @@ describe('configuration sources', () => {
   });
 });
 
-describe('token duration rules (spec 5.5, decisions §9)', () => {
+describe('token duration rules', () => {
   test('durations under one minute are raised to one minute with a warning', () => {
     const c = load({ SVC_OIDC_ACCESS_TOKEN_DURATION: '30s', SVC_OIDC_ID_TOKEN_DURATION: '10s' });
     expect(c.edge?.oidc.accessTokenDuration).toBe(60);

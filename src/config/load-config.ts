@@ -15,7 +15,7 @@ export class ConfigError extends Error {
   }
 }
 
-/** Variables of decisions.md §1 whose names do not follow the `SVC_` + path rule. */
+/** Variables (docs/operations.md) whose names do not follow the `SVC_` + path rule. */
 const NAMED_VARIABLES: Record<string, string> = {
   DATABASE_URL: 'databaseUrl',
   LOG_LEVEL: 'logLevel',
@@ -113,7 +113,7 @@ export interface LoadConfigOptions {
 
 /**
  * One validated config object from defaults ← YAML (`SVC_CONFIG`) ← `.env` ← environment
- * (decisions.md §1). Throws ConfigError naming the key of the first bad value.
+ * (later wins). Throws ConfigError naming the key of the first bad value.
  */
 export function loadConfig(options: LoadConfigOptions = {}): Config {
   const realEnv = options.env ?? process.env;
@@ -124,7 +124,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 
   const yamlFile = env.SVC_CONFIG;
   const tree: Tree = yamlFile ? readYaml(resolve(cwd, yamlFile)) : { edge: {} };
-  // Spec §1: OIDC and the edge APIs exist only when the edge section is present.
+  // OIDC and the edge APIs exist only when the edge section is present (docs/operations.md).
   const hasEdge = 'edge' in tree && tree.edge !== null;
   if (hasEdge && typeof tree.edge !== 'object') tree.edge = {};
   if (!hasEdge) delete tree.edge;

@@ -9,7 +9,7 @@ export interface TokenDurations {
 const MINUTE = 60;
 
 /**
- * Spec 5.5 as settled by decisions.md §9: durations under 1m are raised to 1m, and a refresh
+ * Token durations under 1m are raised to 1m (shorter tokens expire in transit), and a refresh
  * duration that is not at least 1m longer than the access duration is raised to access + 1m.
  * Returns the adjusted values and one warning per adjustment.
  */

@@ -1,7 +1,7 @@
 import type { Config } from './load-config.js';
 import type { ListenerSpec } from './web-listeners.js';
 
-/** Default redirect URI patterns of the `svc` client (decisions.md §5). */
+/** Default redirect URI patterns of the `svc` client. */
 export const DEFAULT_REDIRECT_URIS = [
   'http://localhost:*/auth/callback',
   'http://127.0.0.1:*/auth/callback',
@@ -22,7 +22,8 @@ function compile(pattern: string): (uri: string) => boolean {
   const wildcard = PORT_WILDCARD.exec(pattern);
   if (!wildcard) return (uri) => uri === pattern;
   const [, origin, rest] = wildcard;
-  // ▲ Digits only (decisions.md §5); everything else compares as an exact string (RFC 6749 §3.1.2.3).
+  // Stricter than a glob: `*` is a port of digits only, so it cannot widen the host; everything else
+  // compares as an exact string (RFC 6749 §3.1.2.3).
   const regex = new RegExp(`^${escapeRegExp(origin!)}:(\\d{1,5})${escapeRegExp(rest!)}$`);
   return (uri) => {
     const port = regex.exec(uri)?.[1];
@@ -39,7 +40,7 @@ export function createUriMatcher(patterns: readonly string[]): (uri: string) => 
   return (uri) => typeof uri === 'string' && checks.some((check) => check(uri));
 }
 
-/** `https://app.example:*` style origins of the patterns, for CORS (decisions.md §2). */
+/** `https://app.example:*` style origins of the patterns, for CORS. */
 export function originsOf(patterns: readonly string[]): string[] {
   const origins = patterns.map((p) => {
     const wildcard = PORT_WILDCARD.exec(p);
@@ -68,7 +69,7 @@ export function postLogoutPatternsFor(config: Config, listener: ListenerSpec): s
   );
 }
 
-/** CORS (decisions.md §2): the origins of the redirect patterns plus SVC_CORS_ORIGINS. */
+/** CORS: the origins of the redirect patterns plus SVC_CORS_ORIGINS. */
 export function corsOriginMatcher(redirectPatterns: readonly string[], extraOrigins: readonly string[]) {
   return createUriMatcher([...originsOf(redirectPatterns), ...extraOrigins]);
 }

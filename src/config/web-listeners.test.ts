@@ -28,7 +28,7 @@ web:
     apis: [ { binding: ${oidcExplicit ? 'edge-oidc' : 'edge-client'} } ]
 `;
 
-describe('listener bindings (spec 5.5 rules 2–4)', () => {
+describe('listener bindings', () => {
   test('the default listener hosts client and management, with OIDC bound automatically', () => {
     const c = loadConfig({
       env: { SVC_ADDRESS: '127.0.0.1:1443' },
@@ -83,7 +83,7 @@ web:
     });
   });
 
-  test('without an edge section no edge API is served at all (spec §1)', () => {
+  test('without an edge section no edge API is served at all', () => {
     const c = fromYaml(twoListeners(true).replace(/^edge:\n.*\n/m, ''));
     expect(c.edge).toBeUndefined();
     expect(bindings(c)).toEqual({ main: [], side: [] });

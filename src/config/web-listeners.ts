@@ -40,7 +40,7 @@ function toSpec(listener: WebListenerConfig): ListenerSpec {
 }
 
 /**
- * Builds the listeners (decisions.md §9; spec 5.5 rules 2–4): the YAML `web` section replaces the
+ * Builds the listeners: the YAML `web` section replaces the
  * default listener; without an `edge` section no edge API is served; `edge-oidc` joins every
  * listener hosting `edge-client` unless auto-binding is disabled or some listener lists it.
  */

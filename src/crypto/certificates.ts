@@ -146,7 +146,10 @@ function chainCerts(pems: string[]): ChainCert[] {
     });
 }
 
-/** Signature checks one chain build may make per certificate it was given (leaf, intermediates, anchors). */
+/**
+ * Signature checks one chain build may make per certificate it was given (leaf, intermediates, trust
+ * roots).
+ */
 const SIGNATURE_CHECKS_PER_CERT = 2;
 
 /**

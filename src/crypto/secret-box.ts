@@ -13,7 +13,7 @@ export interface SecretBox {
 
 const VERSION = 'v1';
 
-/** AES-256-GCM with the master key: how every secret is kept at rest (decisions.md §1). */
+/** AES-256-GCM with the master key: how every secret is kept at rest. */
 export function createSecretBox(key: Buffer): SecretBox {
   if (key.length !== 32) throw new Error('the master key must be 32 bytes');
   const derived = new Map<string, Buffer>();

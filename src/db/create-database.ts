@@ -18,7 +18,7 @@ export interface Database {
 
 export function createDatabase(target: DatabaseTarget): Database {
   if (target.kind === 'pglite') {
-    // PGlite creates its directory without `recursive` (toolchain.md P8).
+    // PGlite creates only the last directory level itself (no `recursive`): make the whole path.
     if (target.dataDir) mkdirSync(target.dataDir, { recursive: true, mode: 0o700 });
     const knex = knexFactory({
       client: ClientPgLite,

@@ -11,7 +11,7 @@ function isAlive(pid: number): boolean {
 }
 
 /**
- * The embedded database serves one process (decisions.md §1): a lock file holding our pid keeps a
+ * The embedded database serves one process: a lock file holding our pid keeps a
  * second process off the same data directory. A lock left by a dead process is taken over.
  */
 export function lockDataDir(dir: string): () => void {

@@ -1,4 +1,4 @@
-/** PostgreSQL error fields we map to API errors (decisions.md §2: never a 5xx for bad input). */
+/** PostgreSQL error fields we map to API errors (bad input is a 4xx, never a 5xx). */
 export interface PgError {
   code?: string;
   constraint?: string;

@@ -10,7 +10,7 @@ import * as m008 from '../../migrations/008_login_failures_per_address.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
- * (toolchain.md P7). Append only; a landed migration is never edited.
+ * (`.ts` under tsx and jest, `.js` in dist). Append only; a landed migration is never edited.
  */
 const migrations: Record<string, Knex.Migration> = {
   '001_foundation': m001,

@@ -5,7 +5,7 @@ export interface AppErrorOptions {
   message?: string;
   /** Client-visible detail, e.g. `{ field, reason }` for COULD_NOT_VALIDATE. */
   cause?: Record<string, unknown>;
-  /** One WWW-Authenticate header per challenge (spec 7.1). */
+  /** One WWW-Authenticate header per challenge. */
   challenges?: Challenge[];
   /** Extra response headers, e.g. Retry-After. */
   headers?: Record<string, string>;

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { AppError } from './app-error.js';
 import { formatChallenge } from './www-authenticate.js';
 
-/** `{"data": …, "meta": {}}` (decisions.md §2). */
+/** `{"data": …, "meta": {}}`. */
 export function sendData(
   ctx: Context,
   data: unknown,

@@ -1,5 +1,5 @@
 /**
- * Every error code the Edge APIs and the OIDC login endpoints answer with (decisions.md §2).
+ * Every error code the Edge APIs and the OIDC login endpoints answer with.
  * Status and default message live here so that routes only name the code.
  */
 export const errorCatalog = {
@@ -13,7 +13,7 @@ export const errorCatalog = {
   INVALID_ENROLLMENT_TOKEN: { status: 400, message: 'the enrollment token is not valid' },
   ENROLLMENT_EXPIRED: { status: 400, message: 'the enrollment token has expired' },
   INVALID_ENROLL_METHOD: { status: 400, message: 'the enrollment method does not match the token' },
-  // OTTCA completion (names as in the model service, ziti-facts.md §4).
+  // OTTCA completion (the names OpenZiti uses, so its clients understand them).
   ENROLLMENT_CA_NOT_VALID: {
     status: 400,
     message: 'the CA of this enrollment is not verified or does not allow OTTCA enrollment',

@@ -1,4 +1,4 @@
-/** A WWW-Authenticate challenge (RFC 6750 plus the `id`/`issuer` fields of spec 7.1). */
+/** A WWW-Authenticate challenge (RFC 6750 §3 plus our `id`/`issuer` fields naming an external JWT signer). */
 export interface Challenge {
   scheme: 'Bearer' | 'svc-session';
   realm: 'svc-oidc' | 'svc-session' | 'svc-primary-ext-jwt' | 'svc-secondary-ext-jwt';
@@ -18,7 +18,7 @@ function format(scheme: string, params: [string, string | undefined][]): string 
   return `${scheme} ${body}`;
 }
 
-/** Formats one challenge as one header value, parameters comma-separated (decisions.md §6). */
+/** Formats one challenge as one header value, parameters comma-separated. */
 export function formatChallenge(c: Challenge): string {
   return format(c.scheme, [
     ['realm', c.realm],

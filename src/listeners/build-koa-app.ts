@@ -19,7 +19,7 @@ export interface ListenerRouters {
   metricsRecorder?: Metrics;
 }
 
-/** The Koa app of one listener: only the API bindings it lists are reachable (spec 5.5). */
+/** The Koa app of one listener: only the API bindings it lists are reachable. */
 export function buildKoaApp(
   spec: ListenerSpec,
   routers: ListenerRouters,

@@ -20,7 +20,7 @@ const splitHostPort = (hp: string) => {
 /**
  * One HTTPS server per interface. TLS asks for, but does not require, a client certificate so
  * that certificate login works; verification is ours. Repeated `Authorization` headers are kept
- * (decisions.md §6).
+ * (joined with ", "): a request may carry our token and a secondary external JWT in two headers.
  */
 export async function listenHttps(iface: string, pki: PkiMaterial): Promise<BoundServer> {
   const server = createServer({

@@ -13,7 +13,7 @@ export interface PrincipalResolver {
   /** Legacy `svc-session` tokens. */
   session(token: string): Promise<Principal>;
   bearer?: BearerVerifier;
-  /** The secondary external JWT gate (issue 5); without it such principals are refused. */
+  /** The secondary external JWT gate; without it such principals are refused. */
   secondaryExtJwt?: SecondaryExtJwtCheck;
 }
 
@@ -33,8 +33,9 @@ export interface AuthenticateOptions {
 }
 
 /**
- * Resolves the caller from `svc-session` or a bearer token (spec 5.4) and sets the expiry headers
- * on every authenticated response. No credential at all: the two `missing` challenges of spec 7.1.
+ * Resolves the caller from `svc-session` or a bearer token and sets the expiry headers
+ * on every authenticated response. No credential at all: two `missing`
+ * challenges, `svc-session` and `Bearer`, so the client learns both ways in.
  */
 export function authenticate(resolver: PrincipalResolver, options: AuthenticateOptions = {}) {
   return async function authenticateMiddleware(ctx: Context, next: Next) {

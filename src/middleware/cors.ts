@@ -3,7 +3,7 @@ import type { Context, Next } from 'koa';
 const ALLOWED_HEADERS = 'authorization, content-type, accept, svc-session, mfa-validation-code';
 const EXPOSED_HEADERS = 'expiration-seconds, expires-at, www-authenticate';
 
-/** Paths that may be called cross-origin (decisions.md §2); never authorization or login pages. */
+/** Paths that may be called cross-origin; never authorization or login pages. */
 export function corsAllowedPath(path: string): boolean {
   return (
     path.startsWith('/edge/') ||

@@ -19,7 +19,7 @@ function fromHttpError(err: HttpishError): AppError | undefined {
 }
 
 /**
- * The one place that turns errors into the Edge envelope (decisions.md §2). Unknown errors are
+ * The one place that turns errors into the Edge envelope. Unknown errors are
  * logged with the request id and answered SERVER_ERROR with no detail.
  */
 export async function errorHandler(ctx: Context, next: Next) {
@@ -37,7 +37,7 @@ export async function errorHandler(ctx: Context, next: Next) {
   }
 }
 
-/** Unknown paths get a JSON 404, under /oidc too (decisions.md §2). */
+/** Unknown paths get a JSON 404, under /oidc too. */
 export async function notFound(ctx: Context) {
   throw new AppError('NOT_FOUND', { message: `no resource at ${ctx.method} ${ctx.path}` });
 }

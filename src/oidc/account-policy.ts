@@ -10,7 +10,10 @@ export interface AccountPolicyDeps {
   now?: () => Date;
 }
 
-/** The private claim carrying the identity's token generation (issue 6 refuses older tokens). */
+/**
+ * The private claim carrying the identity's token generation (a revocation refuses tokens of older
+ * generations, ADR 0006).
+ */
 export const GENERATION_CLAIM = 'z_gen';
 
 /** What `completeLogin` leaves in `interaction.result.svc` for the grant to pick up. */
@@ -19,7 +22,7 @@ export const completedLoginOf = (ctx: KoaContextWithOIDC): LoginFacts | undefine
 
 /**
  * The provider's view of identities and of our login facts: accounts, token claims and the
- * grant policy of the first-party client (decisions.md §5; notes §3, §5).
+ * grant policy of the first-party client.
  */
 export function createAccountPolicy({ findIdentity, sessions, now = () => new Date() }: AccountPolicyDeps) {
   // One token request asks for a grant's facts twice (account, then claims): read them once.
@@ -55,7 +58,7 @@ export function createAccountPolicy({ findIdentity, sessions, now = () => new Da
     return account;
   };
 
-  /** The z_ claims of spec 2.6 and decisions.md §5, the same across refreshes of one grant. */
+  /** Our `z_` claims (docs/adr/0002-oidc-login-state.md), the same across refreshes of one grant. */
   async function extraTokenClaims(ctx: KoaContextWithOIDC, token: { kind: string; grantId?: string }) {
     if (token.kind !== 'AccessToken' || !token.grantId) return undefined;
     const facts = await factsOf(ctx, token.grantId);
@@ -73,7 +76,7 @@ export function createAccountPolicy({ findIdentity, sessions, now = () => new Da
   }
 
   /**
-   * No consent step for the first-party client (notes §5): after our login a fresh grant holds
+   * No consent step for the first-party client: after our login a fresh grant holds
    * exactly the requested scopes, and its API session starts with it. Outside a finished login
    * there is no grant, so the login prompt always runs.
    */

@@ -41,7 +41,7 @@ export interface OidcDeps {
   outstandingFactors?: OutstandingFactors;
 }
 
-/** Every `edge-oidc` bind-point address with its URI patterns (decisions.md §5, spec 5.5). */
+/** Every `edge-oidc` bind-point address with its URI patterns. */
 function issuerSpecs(config: Config): IssuerSpec[] {
   return config.listeners.flatMap((listener) => {
     if (!listener.apis.has('edge-oidc')) return [];
@@ -98,7 +98,7 @@ function durationsOf(config: Config): OidcDurations {
   return { accessTokenDuration, idTokenDuration, refreshTokenDuration, maxSessionDuration };
 }
 
-/** The OIDC provider of issue 4: one Provider per issuer, keys, login flow, token verification. */
+/** The OIDC part (docs/architecture.md): one Provider per issuer, keys, login flow, token verification. */
 export async function createOidc(deps: OidcDeps) {
   const { config, knex, box, logger } = deps;
   const durations = durationsOf(config);

@@ -12,7 +12,10 @@ import type { JWK } from 'jose';
 import type { AccountPolicy } from './account-policy.js';
 
 export const CLIENT_ID = 'svc';
-/** The one resource server: our Edge APIs (JWT access tokens need an audience, notes §3). */
+/**
+ * The one resource server: our Edge APIs (oidc-provider issues JWT access tokens only for a resource
+ * indicator with an audience).
+ */
 export const API_RESOURCE = 'urn:svc:edge';
 export const ACCESS_TOKEN_AUDIENCE = 'svc';
 // Registered so the client metadata validates; it matches nothing: every check runs through our matcher.
@@ -51,7 +54,9 @@ function hasClientCertificate(ctx: KoaContextWithOIDC): boolean {
   return cert !== undefined && cert !== null && Object.keys(cert).length > 0;
 }
 
-/** decisions.md §5: `method` hint, else `cert` when a client certificate was presented, else `username`. */
+/**
+ * The login page: the `method` hint, else `cert` when a client certificate was presented, else `username`.
+ */
 function loginUrl(ctx: KoaContextWithOIDC, uid: string): string {
   const hint = ctx.oidc.params?.method;
   const page =
@@ -122,7 +127,7 @@ function ttls(d: OidcDurations): Configuration['ttl'] {
   };
 }
 
-/** The first-party public client `svc` (decisions.md §5); our matcher decides every redirect URI. */
+/** The first-party public client `svc`; our matcher decides every redirect URI. */
 const svcClient = (): ClientMetadata => ({
   client_id: CLIENT_ID,
   application_type: 'web',
@@ -142,7 +147,7 @@ const ROUTES = {
   revocation: '/revoke',
 };
 
-/** `amr`, `auth_time` and our claims in every ID token; the defaults (`acr`, `sid`, …) kept (notes §3). */
+/** `amr`, `auth_time` and our claims in every ID token; the defaults (`acr`, `sid`, …) kept. */
 const CLAIMS = {
   acr: null,
   sid: null,
@@ -151,7 +156,7 @@ const CLAIMS = {
   openid: ['sub', 'name', 'auth_time', 'amr', 'z_ia', 'z_asid'],
 };
 
-/** JWT access tokens for our one resource server, audience `svc` (notes §3, decisions.md §5). */
+/** JWT access tokens for our one resource server, audience `svc`. */
 const resourceIndicators = (d: OidcDurations) => ({
   enabled: true,
   defaultResource: () => API_RESOURCE,
@@ -180,7 +185,7 @@ const features = (d: OidcDurations): Configuration['features'] => ({
   resourceIndicators: resourceIndicators(d),
 });
 
-/** oidc-provider's configuration for one issuer (decisions.md §5; oidc-provider-notes.md). */
+/** oidc-provider's configuration for one issuer. */
 function configuration(o: ProviderOptions): Configuration {
   return {
     adapter: o.Adapter,
@@ -203,7 +208,7 @@ function configuration(o: ProviderOptions): Configuration {
     findAccount: o.accounts.findAccount,
     extraTokenClaims: o.accounts.extraTokenClaims as Configuration['extraTokenClaims'],
     loadExistingGrant: o.accounts.loadExistingGrant,
-    // OAuth errors stay RFC 6749 JSON, also where the provider would render a page (decisions.md §2).
+    // OAuth errors stay RFC 6749 JSON, also where the provider would render a page.
     renderError: (ctx, out) => {
       ctx.type = 'json';
       ctx.body = { error: out.error, error_description: out.error_description };

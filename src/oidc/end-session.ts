@@ -19,7 +19,7 @@ export interface EndSessionDeps {
 /**
  * Our `/oidc/end_session` (docs/adr/0003-own-userinfo-and-end-session.md): the API session named
  * by the `id_token_hint` ends — its access and refresh tokens stop working — and the caller is
- * sent to the post-logout URI only when our matcher allows it (decisions.md §5).
+ * sent to the post-logout URI only when our matcher allows it.
  */
 export function createEndSession({ verifier, sessions }: EndSessionDeps) {
   return async function endSession(

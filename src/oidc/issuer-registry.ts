@@ -4,7 +4,7 @@ import type { ListenerSpec } from '../config/web-listeners.js';
 import type { KeySet } from '../services/keys/key-service.js';
 import type { ResumeTarget } from './resume-in-process.js';
 
-/** One bind-point address serving OIDC: its issuer and URI patterns (decisions.md §5). */
+/** One bind-point address serving OIDC: its issuer and URI patterns. */
 export interface IssuerSpec {
   /** `host:port` as configured (ports already resolved). */
   address: string;

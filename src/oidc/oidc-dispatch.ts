@@ -52,11 +52,11 @@ function oauthError(ctx: Context, description: string): void {
 }
 
 /**
- * Authorization requests are adjusted BEFORE the provider sees them (notes, addendum: never
- * inside provider.use): repeated `configTypes` become one `svc_ct` parameter (the provider
- * refuses repeated parameters), and `offline_access` of the first-party client gets `consent`
- * appended to `prompt`, without which the provider drops it (notes §4, decisions.md §5).
- * Returns false when the request was answered with an error.
+ * Authorization requests are adjusted BEFORE the provider sees them (never inside `provider.use`: rewriting
+ * the query there loses the `/oidc` mount path and the resume 404s): repeated `configTypes` become one
+ * `svc_ct` parameter (the provider refuses repeated parameters), and `offline_access` of the first-party
+ * client gets `consent` appended to `prompt`, without which the provider drops it. Returns false when the
+ * request was answered with an error.
  */
 function rewriteAuthorizationQuery(ctx: Context): boolean {
   const params = new URLSearchParams(ctx.querystring);
@@ -94,7 +94,7 @@ async function dispatch(ctx: Context, entry: IssuerEntry): Promise<void> {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       throw new AppError('METHOD_NOT_ALLOWED', { headers: { allow: 'GET, HEAD' } });
     }
-    // Same document as /oidc/.well-known/…: originalUrl keeps the /oidc prefix on every endpoint (notes §9).
+    // Same document as /oidc/.well-known/…: originalUrl keeps the /oidc prefix on every endpoint.
     req.originalUrl = `${OIDC_MOUNT}${ROOT_DISCOVERY}`;
     req.url = ROOT_DISCOVERY;
   } else {
@@ -112,9 +112,9 @@ async function dispatch(ctx: Context, entry: IssuerEntry): Promise<void> {
 }
 
 /**
- * Everything under /oidc and the root discovery document (mounted only on listeners with
- * `edge-oidc`). The issuer is picked by the Host header among the addresses of the listener that
- * accepted the connection; other hosts get a JSON 404 (docs/operations.md). Our own routes run first, then the provider.
+ * Everything under /oidc and the root discovery document (mounted only on listeners with `edge-oidc`). The
+ * issuer is picked by the Host header among the addresses of the listener that accepted the connection;
+ * other hosts get a JSON 404 (docs/operations.md). Our own routes run first, then the provider.
  */
 export function createOidcDispatch(registry: IssuerRegistry, ours: Middleware): Middleware {
   return async function oidcDispatch(ctx: Context, next: Next) {

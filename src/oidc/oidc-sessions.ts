@@ -16,7 +16,7 @@ export interface LoginFacts {
   configTypes: string[];
   isCertExtendable: boolean;
   isAdmin: boolean;
-  /** The identity's token generation at login: a later revocation bumps it (issue 6). */
+  /** The identity's token generation at login: a later revocation bumps it (ADR 0006). */
   tokenGeneration: number;
   /** Epoch seconds of the primary authentication. */
   authTime: number;
@@ -100,7 +100,7 @@ export function createOidcSessions({
       await revocations.afterCommit();
     },
 
-    /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go (decisions.md §3). */
+    /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go. */
     async forgetIdentity(trx: Db, identityId: string): Promise<void> {
       await oidcPayloadsRepository.deleteForAccount(trx, identityId);
     },

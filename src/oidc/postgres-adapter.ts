@@ -8,7 +8,7 @@ export interface PostgresAdapterDeps {
   /**
    * Runs (awaited, inside the provider's request) whenever a Grant is destroyed: refresh-token
    * replay, `/oidc/revoke`, grant revocation. JWT access tokens are never stored, so this is where
-   * their API session is revoked (notes, corrections box).
+   * their API session is revoked.
    */
   onGrantDestroyed: (grantId: string) => Promise<void>;
   now?: () => Date;
@@ -26,7 +26,7 @@ const PLAUSIBLE_KEY = /^[\x21-\x7e]{1,512}$/;
 const plausible = (key: unknown): key is string => typeof key === 'string' && PLAUSIBLE_KEY.test(key);
 
 /**
- * oidc-provider's adapter over one table shared by every Provider (notes §6). `consume` is one
+ * oidc-provider's adapter over one table shared by every Provider. `consume` is one
  * conditional UPDATE that fails the loser, so of N parallel redemptions exactly one wins. Every
  * model's id is stored only as its hash and never inside its payload (docs/adr/0004).
  */

@@ -46,11 +46,11 @@ export function resumeCookieHeader(target: ResumeTarget, uid: string): string {
 }
 
 /**
- * Finishes an interaction without client cookies (notes §1, option D): the same request is
- * handed to the provider's resume route as `GET /oidc/authorization/<uid>` carrying a correctly
+ * Finishes an interaction without client cookies (docs/adr/0005-in-process-cookie-less-resume.md): the same
+ * request is handed to the provider's resume route as `GET /oidc/authorization/<uid>` carrying a correctly
  * signed resume cookie, so the client receives the provider's own 303 to
- * `redirect_uri?code=…&state=…&iss=…`. This is the "emulate the cookie setup" the maintainer
- * pointed to (#693); test/oidc/resume-contract.test.ts fails if an upgrade changes the internals.
+ * `redirect_uri?code=…&state=…&iss=…`. This is the "emulate the cookie setup" the maintainer pointed to
+ * (#693); test/oidc/resume-contract.test.ts fails if an upgrade changes the internals.
  */
 export async function resumeInProcess(
   target: ResumeTarget,

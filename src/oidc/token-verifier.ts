@@ -30,7 +30,7 @@ export interface AccessTokenClaims extends JWTPayload {
 
 export interface TokenVerifierDeps {
   issuers: () => string[];
-  /** In-memory revocations, kept current across instances (issue 6). */
+  /** In-memory revocations, kept current across instances (ADR 0006). */
   revocations: Pick<RevocationState, 'isSessionRevoked' | 'isIdentityTokenRevoked'>;
   identities: IdentityContextCache;
   now?: () => Date;
@@ -41,7 +41,7 @@ const invalid = (detail: string) =>
 
 /**
  * Our JWT access tokens on API calls and at userinfo, and ID tokens as `id_token_hint`
- * (decisions.md §5, §6). Nothing here reads the database per request: the key set, the
+ * (ADR 0003). Nothing here reads the database per request: the key set, the
  * revocations and the identity facts are in memory, kept current across instances.
  */
 export function createTokenVerifier(deps: TokenVerifierDeps) {
@@ -130,7 +130,7 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
 
   /**
    * An `id_token_hint`: signature, issuer and audience, but an expired one is accepted
-   * (decisions.md §5). Access tokens are not hints.
+   * (logging out after the ID token expired must still work). Access tokens are not hints.
    */
   async function verifyIdTokenHint(
     token: string,

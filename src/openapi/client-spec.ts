@@ -11,7 +11,7 @@ const TOKEN_QUERY = {
   schema: { type: 'string' },
 };
 
-/** `/current-api-session` and self-service TOTP (decisions.md §4). */
+/** `/current-api-session` and self-service TOTP. */
 const sessionAndMfa: RouteDoc[] = [
   {
     method: 'get',
@@ -109,7 +109,7 @@ const sessionAndMfa: RouteDoc[] = [
 
 const ENROLL_ERRORS = ['INVALID_ENROLLMENT_TOKEN', 'ENROLLMENT_EXPIRED', 'INVALID_ENROLL_METHOD'] as const;
 
-/** Completing an enrollment (decisions.md §3): the token is the credential. */
+/** Completing an enrollment: the token is the credential. */
 const enroll: RouteDoc[] = [
   {
     method: 'post',
@@ -195,13 +195,13 @@ const enroll: RouteDoc[] = [
   },
 ];
 
-/** The OpenAPI document of `/edge/client/v1` (decisions.md §1). */
+/** The OpenAPI document of `/edge/client/v1`. */
 export function clientSpec(): JsonSchema {
   return buildDocument(
     {
       title: 'svc edge client API',
       description:
-        'Sessions, self-service TOTP and enrollment for identities (decisions.md §2–§4). Success: ' +
+        'Sessions, self-service TOTP and enrollment for identities. Success: ' +
         '`{"data","meta"}`; errors: `{"error":{"code","message","cause?","requestId"},"meta":{"apiVersion"}}`.',
       basePath: '/edge/client/v1',
     },

@@ -4,19 +4,19 @@ import { int, obj, ref, str, type JsonSchema } from './json-schema.js';
 import { requestSchemas } from './request-schemas.js';
 import { resourceSchemas } from './resource-schemas.js';
 
-/** Spec 5.4: an OIDC access token or the legacy session token, on both Edge APIs. */
+/** An OIDC access token or the legacy session token, on both Edge APIs. */
 export const securitySchemes: JsonSchema = {
   bearerAuth: {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'JWT',
-    description: 'An access token from /oidc/token (spec 5.4).',
+    description: 'An access token from /oidc/token.',
   },
   svcSession: {
     type: 'apiKey',
     in: 'header',
     name: 'svc-session',
-    description: 'A legacy session token from POST /authenticate (decisions.md §4).',
+    description: 'A legacy session token from POST /authenticate.',
   },
 };
 
@@ -25,22 +25,22 @@ export const authenticated = [{ bearerAuth: [] }, { svcSession: [] }];
 
 export const headers: JsonSchema = {
   'expiration-seconds': {
-    description: 'Whole seconds until the API session (or the access token) expires (spec 5.4).',
+    description: 'Whole seconds until the API session (or the access token) expires.',
     schema: { type: 'integer', minimum: 0 },
   },
   'expires-at': {
-    description: 'When the API session (or the access token) expires, RFC 3339 UTC (spec 5.4).',
+    description: 'When the API session (or the access token) expires, RFC 3339 UTC.',
     schema: { type: 'string', format: 'date-time' },
   },
   'WWW-Authenticate': {
     description:
-      'One challenge per header (spec 7.1): realms svc-session, svc-oidc, svc-primary-ext-jwt, svc-secondary-ext-jwt.',
+      'One challenge per header: realms svc-session, svc-oidc, svc-primary-ext-jwt, svc-secondary-ext-jwt.',
     schema: str,
   },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
 };
 
-/** The list query of decisions.md §2. */
+/** The list query: `limit`, `offset`, `sort`, `filter`. */
 export const parameters: JsonSchema = {
   limit: {
     name: 'limit',
@@ -84,7 +84,7 @@ export const listParameters = ['limit', 'offset', 'sort', 'filter'].map((name) =
 
 const emptyObject: JsonSchema = { type: 'object', additionalProperties: false };
 
-/** The envelopes of decisions.md §2. */
+/** The Edge envelopes: `{data, meta}` and `{error, meta}`. */
 const envelopeSchemas: Record<string, JsonSchema> = {
   Pagination: obj({ limit: int, offset: int, totalCount: int }),
   ListMeta: obj({ pagination: ref('Pagination') }),

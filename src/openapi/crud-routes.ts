@@ -4,7 +4,7 @@ import { ref } from './json-schema.js';
 import type { RouteDoc } from './operations.js';
 import { dataResponse, emptyResponse } from './session-paths.js';
 
-/** One management collection (decisions.md §3): its path, its name in ids and words, its views. */
+/** One management collection: its path, its name in ids and words, its views. */
 export interface Collection {
   path: string;
   tag: string;

@@ -220,7 +220,7 @@ function policySignerCaRoutes(): RouteDoc[] {
   return [...Object.values(policies), ...Object.values(signers), ...Object.values(cas), verify];
 }
 
-/** Decisions.md §5: present only where the OIDC layer (and so its keys) is. */
+/** Present only where the OIDC layer (and so its keys) is. */
 const keyRoutes: RouteDoc[] = [
   {
     ...admin,
@@ -242,14 +242,14 @@ const keyRoutes: RouteDoc[] = [
   },
 ];
 
-/** The OpenAPI document of `/edge/management/v1` (decisions.md §1); `keys` as keyRoutes mounts them. */
+/** The OpenAPI document of `/edge/management/v1`; `keys` as keyRoutes mounts them. */
 export function managementSpec(options: { keys: boolean }): JsonSchema {
   return buildDocument(
     {
       title: 'svc edge management API',
       description:
         'Identities, enrollments, authenticators, auth policies, external JWT signers, CAs and signing ' +
-        'keys (decisions.md §2–§5); every operation but login needs an admin (403 otherwise).',
+        'keys; every operation but login needs an admin (403 otherwise).',
       basePath: '/edge/management/v1',
     },
     [

@@ -11,7 +11,7 @@ import type { JsonSchema } from './json-schema.js';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-/** Who may call: anyone, any authenticated caller, or admins only (decisions.md §2). */
+/** Who may call: anyone, any authenticated caller, or admins only. */
 export type Access = 'anonymous' | 'authenticated' | 'admin';
 
 const JSON_AND_FORM = ['application/json', 'application/x-www-form-urlencoded'];
@@ -26,7 +26,7 @@ export interface RouteDoc {
   description?: string;
   tag: string;
   access: Access;
-  /** The body the route reads; JSON and form unless `media` says otherwise (decisions.md §2). */
+  /** The body the route reads; JSON and form unless `media` says otherwise. */
   body?: { schema: JsonSchema; required?: boolean; media?: string[] };
   /** The route runs the body parser without reading a body: 413 and 415 are still possible. */
   parsesBody?: boolean;
@@ -36,7 +36,7 @@ export interface RouteDoc {
   response: { status: number; description: string; schema?: JsonSchema; media?: string };
   /** Errors of the route itself; those of authentication, parsing and paths are added here. */
   errors?: ErrorCode[];
-  /** Under the per-address login limiter (decisions.md §7). */
+  /** Under the per-address login limiter. */
   rateLimited?: boolean;
 }
 
@@ -103,7 +103,7 @@ function errorResponses(codes: ErrorCode[], shared: Record<string, JsonSchema>):
   return responses;
 }
 
-/** Spec 5.4 item 3: every authenticated response says when the session expires. */
+/** Every authenticated response says when the session expires, so clients can renew in time. */
 const expiryHeaders = {
   'expiration-seconds': { $ref: '#/components/headers/expiration-seconds' },
   'expires-at': { $ref: '#/components/headers/expires-at' },

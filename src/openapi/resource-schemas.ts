@@ -16,7 +16,7 @@ const identityEnrollment = obj(
   ['username', 'caId'],
 );
 
-/** Decisions.md §3: the identity detail. */
+/** The identity detail, with its authenticators and open enrollments. */
 const Identity = obj({
   id: str,
   name: str,
@@ -147,7 +147,7 @@ const SigningKey = obj({
   retiredAt: nullable(dateTime),
 });
 
-/** Spec 2.4. */
+/** One factor a login still owes, and where to submit it. */
 const AuthQuery = obj(
   { typeId: str, format: str, httpMethod: str, httpUrl: str, minLength: int, maxLength: int, provider: str },
   [],
@@ -160,7 +160,7 @@ const isMfaRequired = {
 };
 const isMfaComplete = { type: 'boolean', description: 'A second factor has been verified for this session.' };
 
-/** Decisions.md §4: the answer of POST /authenticate. */
+/** The answer of POST /authenticate: the legacy session and the factors it still owes. */
 const ApiSession = obj({
   id: str,
   token: { type: 'string', description: 'Send it in the `svc-session` header.' },
@@ -188,7 +188,7 @@ const CurrentApiSession = obj({
   expirationSeconds: int,
 });
 
-/** Spec 2.7. */
+/** A TOTP enrollment just started: the secret to show, unverified until a code is sent. */
 const TotpEnrollment = obj({
   isVerified: { type: 'boolean', const: false },
   provisioningUrl: { type: 'string', description: 'otpauth://totp/<issuer>:<name>?issuer=…&secret=…' },

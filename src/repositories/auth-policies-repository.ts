@@ -52,7 +52,7 @@ export const authPolicyListFields = {
   updatedAt: { column: 'updated_at', type: 'datetime' },
 } as const;
 
-/** Named constraints the policy service maps to 404/409 (decisions.md §3). */
+/** Named constraints the policy service maps to 404/409. */
 export const policyConstraints = {
   nameUnique: 'auth_policies__name_unique',
   identityFk: 'identities__auth_policy_id_fk',
@@ -138,7 +138,7 @@ export const authPoliciesRepository = {
     return rows.map((r) => toPolicy(r, signers.get(r.id) ?? []));
   },
 
-  /** One page of policies for a list query (decisions.md §2), with the total count. */
+  /** One page of policies for a list query, with the total count. */
   async list(db: Db, q: ListQuery): Promise<{ items: AuthPolicy[]; totalCount: number }> {
     const { rows, totalCount } = await runListQuery<AuthPolicyRow>(db('auth_policies').select('*'), q, 'id');
     return { items: await authPoliciesRepository.hydrate(db, rows), totalCount };

@@ -1,7 +1,7 @@
 import type { Db } from '../db/create-database.js';
 import { runListQuery, type ListQuery } from './list-query.js';
 
-/** A registered 3rd-party CA (decisions.md §3). */
+/** A registered 3rd-party CA. */
 export interface Ca {
   id: string;
   name: string;
@@ -143,13 +143,13 @@ export const casRepository = {
     return rows.length > 0;
   },
 
-  /** One page of CAs for a list query (decisions.md §2), with the total count. */
+  /** One page of CAs for a list query, with the total count. */
   async page(db: Db, q: ListQuery): Promise<{ items: Ca[]; totalCount: number }> {
     const { rows, totalCount } = await runListQuery<CaRow>(db('cas').select('*'), q, 'id');
     return { items: rows.map(toCa), totalCount };
   },
 
-  /** CAs that may authenticate anyone: verified and auth-enabled (decisions.md §3). */
+  /** CAs that may authenticate anyone: verified and auth-enabled. */
   async listAuthEnabled(db: Db): Promise<Ca[]> {
     const rows = await db<CaRow>('cas').where({ is_verified: true, is_auth_enabled: true }).orderBy('id');
     return rows.map(toCa);

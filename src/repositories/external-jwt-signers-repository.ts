@@ -1,7 +1,7 @@
 import type { Db } from '../db/create-database.js';
 import { runListQuery, type ListQuery } from './list-query.js';
 
-/** An external JWT signer (spec 2.3, decisions.md §3). */
+/** An external JWT signer. */
 export interface ExternalJwtSigner {
   id: string;
   name: string;
@@ -121,7 +121,7 @@ export const externalJwtSignersRepository = {
     return new Set((rows as { id: string }[]).map((r) => r.id));
   },
 
-  /** One page of signers for a list query (decisions.md §2); `onlyEnabled` for the client API. */
+  /** One page of signers for a list query; `onlyEnabled` for the client API. */
   async list(
     db: Db,
     q: ListQuery,

@@ -128,16 +128,12 @@ export const identitiesRepository = {
     return row && toIdentity(row);
   },
 
-  /** One page of a list query over identities (decisions.md §2), ties broken by id. */
+  /** One page of a list query over identities, ties broken by id. */
   async list(db: Db, q: ListQuery): Promise<{ items: Identity[]; totalCount: number }> {
     const { rows, totalCount } = await runListQuery<IdentityRow>(db('identities').select('*'), q, 'id');
     return { items: rows.map(toIdentity), totalCount };
   },
 
-  /**
-   * Admin reset of TOTP (decisions.md §3 `DELETE /identities/{id}/mfa`): the configuration and its
-   * recovery codes go; the identity enrolls again on its next login.
-   */
   async findByExternalId(db: Db, externalId: string): Promise<Identity | undefined> {
     const row = await db<IdentityRow>('identities').where({ external_id: externalId }).first();
     return row && toIdentity(row);

@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 
-/** Hashed one-time recovery codes (decisions.md §5). */
+/** Hashed one-time recovery codes. */
 export const mfaRecoveryCodesRepository = {
   /** Replaces every code of the identity; call inside the caller's transaction. */
   async replace(db: Db, identityId: string, codeHashes: string[]): Promise<void> {

@@ -7,7 +7,7 @@ export interface TotpAttemptWindow {
 }
 
 /**
- * The TOTP failure window per identity (decisions.md §7), counted by single atomic statements so
+ * The TOTP failure window per identity, counted by single atomic statements so
  * that parallel requests on any number of instances cannot overshoot the limit.
  */
 export const mfaTotpFailuresRepository = {

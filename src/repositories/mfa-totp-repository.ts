@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 
-/** One identity's TOTP configuration (decisions.md §5); the secret stays sealed here. */
+/** One identity's TOTP configuration; the secret stays sealed here. */
 export interface TotpConfig {
   identityId: string;
   secretEnc: string;
@@ -56,8 +56,10 @@ export const mfaTotpRepository = {
     return row && toConfig(row);
   },
 
-  /** Marks an unverified configuration verified, consuming `step` (atomic, no replay). */
-  /** `secretEnc`, when given, names the enrollment: a replaced one is not verified instead. */
+  /**
+   * Marks an unverified configuration verified, consuming `step` (atomic, no replay). `secretEnc`,
+   * when given, names the enrollment: a replaced one is not verified instead.
+   */
   async markVerified(
     db: Db,
     identityId: string,

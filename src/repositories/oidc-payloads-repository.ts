@@ -38,7 +38,7 @@ function accountIdOf(payload: Record<string, unknown>): string | null {
   return typeof id === 'string' ? id : null;
 }
 
-/** Rows that have not expired at `now` (the library re-checks `exp` itself, notes §6). */
+/** Rows that have not expired at `now` (the library re-checks `exp` itself). */
 const live = (db: Db, model: string, now: Date) =>
   db('oidc_payloads')
     .where({ model })
@@ -48,7 +48,7 @@ const live = (db: Db, model: string, now: Date) =>
 const hashedOrNull = (id: string | null | undefined) => (id ? hashTokenId(id) : null);
 
 /**
- * The one table of oidc-provider's models (migrations/003_oidc.ts, oidc-provider-notes.md §6).
+ * The one table of oidc-provider's models (migrations/003_oidc.ts).
  * Ids are bearer secrets (codes, refresh tokens, session cookies, interaction ids), so `id` and
  * `grant_id` are stored as their SHA-256 and every function here takes the raw value and hashes
  * it (docs/adr/0004-hashed-token-ids.md): no caller can look a row up by the wrong form.
@@ -77,7 +77,7 @@ export const oidcPayloadsRepository = {
     return row && toStored(row);
   },
 
-  /** Newest row wins: parallel logins may have produced duplicate uids (notes §6, #1145). */
+  /** Newest row wins: parallel logins may have produced duplicate uids (oidc-provider #1145). */
   async findByUid(db: Db, model: string, uid: string, now: Date): Promise<StoredOidcPayload | undefined> {
     const row: Row | undefined = await live(db, model, now)
       .andWhere({ uid })
@@ -124,7 +124,7 @@ export const oidcPayloadsRepository = {
 
   /**
    * Everything of one identity: grants, sessions, codes, refresh tokens (payload.accountId) and
-   * unfinished logins (interactions whose result names the identity), decisions.md §3.
+   * unfinished logins (interactions whose result names the identity), so they fail at their next step.
    */
   async deleteForAccount(db: Db, accountId: string): Promise<void> {
     await db('oidc_payloads').where({ account_id: accountId }).delete();

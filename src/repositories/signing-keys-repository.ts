@@ -41,7 +41,7 @@ export const signingKeysRepository = {
     return rows.map(toKey);
   },
 
-  /** Holds until the surrounding transaction ends (decisions.md §1: created once, under a lock). */
+  /** Holds until the surrounding transaction ends (the first key is created once, by one instance). */
   async lock(trx: Db): Promise<void> {
     await trx.raw('SELECT pg_advisory_xact_lock(?)', [KEYS_LOCK]);
   },

@@ -8,7 +8,7 @@ import { parseInput } from '../schemas/parse-input.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
 
-/** `/auth-policies` of the management API (decisions.md §3); admins only. */
+/** `/auth-policies` of the management API; admins only. */
 export function authPolicyRoutes(router: Router, deps: RouteDeps): void {
   const admin = authenticate(deps.principals, { adminOnly: true });
   const policies = deps.policies;

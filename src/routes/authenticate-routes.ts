@@ -12,7 +12,7 @@ import { completeSessionMfa } from './mfa-routes.js';
 import { primaryLoginsFor } from './primary-logins.js';
 
 /**
- * The TOTP query of a legacy session (decisions.md §4, exactly). `httpUrl` is relative to the
+ * The TOTP query of a legacy session, in the form OpenZiti clients read. `httpUrl` is relative to the
  * authenticate URL, so `authenticate/mfa` is served by the client and the management API alike.
  */
 export const LEGACY_MFA_QUERY = {
@@ -26,7 +26,7 @@ export const LEGACY_MFA_QUERY = {
 } as const;
 
 /**
- * Legacy session login (decisions.md §4): `POST /authenticate?method=password|cert|ext-jwt`, and
+ * Legacy session login: `POST /authenticate?method=password|cert|ext-jwt`, and
  * `POST /authenticate/mfa` for the TOTP step it may leave owed.
  */
 export function authenticateRoutes(router: Router, deps: RouteDeps): void {

@@ -6,7 +6,7 @@ import { parseBody } from '../middleware/parse-body.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
 
-/** `/authenticators` of the management API (decisions.md §3); admins only. */
+/** `/authenticators` of the management API; admins only. */
 export function authenticatorRoutes(router: Router, deps: RouteDeps): void {
   const admin = authenticate(deps.principals, { adminOnly: true });
   const authenticators = deps.authenticators;

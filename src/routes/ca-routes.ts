@@ -11,7 +11,7 @@ import type { RouteDeps } from './route-deps.js';
 
 const PEM_TYPES = ['text/plain', 'application/x-pem-file'];
 
-/** The verify body: the PEM text itself (decisions.md §2, the one non-JSON body). */
+/** The verify body: the PEM text itself (the one body that is neither JSON nor a form). */
 function pemBody(ctx: Context): string {
   const body = ctx.request.body as unknown;
   if (typeof body === 'string') return body;
@@ -23,7 +23,7 @@ function pemBody(ctx: Context): string {
   throw validationError('body', 'must hold a PEM certificate');
 }
 
-/** `/cas` of the management API (decisions.md §3); admins only. */
+/** `/cas` of the management API; admins only. */
 export function caRoutes(router: Router, deps: RouteDeps): void {
   const admin = authenticate(deps.principals, { adminOnly: true });
   const cas = deps.cas;

@@ -13,11 +13,11 @@ import {
 import { parseInput } from '../schemas/parse-input.js';
 import type { RouteDeps } from './route-deps.js';
 
-/** The token of `enroll/updb`: in the query (decisions.md §3), or in the body. */
+/** The token of `enroll/updb`: in the query, or in the body. */
 const withQueryToken = (ctx: Context) => ({ token: ctx.query.token, ...bodyOf(ctx) });
 
 /**
- * Completing an enrollment on the client API (decisions.md §3). No session: the enrollment token
+ * Completing an enrollment on the client API. No session: the enrollment token
  * is the credential.
  */
 export function enrollRoutes(router: Router, deps: RouteDeps): void {

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Knex } from 'knex';
 
-/** Anonymous liveness and readiness (decisions.md §1): ready while the database answers. */
+/** Anonymous liveness and readiness: ready while the database answers. */
 export function healthRoutes(knex: Knex): Router {
   const router = new Router();
   router.get('/health/live', (ctx) => {

@@ -13,7 +13,7 @@ import { parseInput } from '../schemas/parse-input.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
 
-/** `/identities` of the management API (decisions.md §3); admins only (decisions.md §2). */
+/** `/identities` of the management API; admins only. */
 export function identityRoutes(router: Router, deps: RouteDeps): void {
   const admin = authenticate(deps.principals, { adminOnly: true });
   const identities = deps.identities;

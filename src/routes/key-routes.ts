@@ -5,7 +5,7 @@ import { authenticate } from '../middleware/authenticate.js';
 import type { RouteDeps } from './route-deps.js';
 
 /**
- * `GET /keys` and `POST /keys/rotate` on the management API (admin; decisions.md §5): the signing
+ * `GET /keys` and `POST /keys/rotate` on the management API (admin): the signing
  * keys with their state, and a rotation that publishes a new key now and signs with it after
  * `edge.oidc.keyRotationGrace`.
  */

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Metrics } from '../middleware/metrics.js';
 
-/** `GET /metrics` in the Prometheus text format (decisions.md §1). */
+/** `GET /metrics` in the Prometheus text format. */
 export function metricsRoutes(metrics: Metrics): Router {
   const router = new Router();
   router.get('/metrics', (ctx) => {

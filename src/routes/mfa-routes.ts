@@ -28,7 +28,7 @@ export async function completeSessionMfa(deps: RouteDeps, principal: Principal):
 const MFA_PATH = '/current-identity/mfa';
 
 /**
- * Self-service TOTP (decisions.md §4). Every endpoint also answers a session whose MFA step is
+ * Self-service TOTP. Every endpoint also answers a session whose MFA step is
  * still owed: an identity whose policy requires TOTP but has none must be able to enroll.
  */
 export function mfaRoutes(router: Router, deps: RouteDeps): void {

@@ -10,7 +10,7 @@ import type { RouteDeps } from './route-deps.js';
 export type PrimaryLogin = (ctx: Context) => Promise<PrimaryAuthResult>;
 
 /**
- * Primary login methods by `method` name (spec 5.2): each reads its credential from the request
+ * Primary login methods by `method` name: each reads its credential from the request
  * (body, TLS socket, Authorization header) and calls its method module. Shared by the legacy
  * `authenticate` endpoints and the OIDC login endpoints.
  */
@@ -21,7 +21,7 @@ export function primaryLoginsFor(deps: RouteDeps): Record<string, PrimaryLogin> 
       // ctx.ip is the socket's address: neither app trusts proxy headers.
       return deps.passwordMethod({ ...input, clientAddress: ctx.ip });
     },
-    // The certificate comes from the TLS handshake; the body carries nothing (spec 4.2 note 1).
+    // The certificate comes from the TLS handshake; the body carries nothing.
     cert: (ctx) => deps.certMethod(peerCertificateChain(ctx)),
     'ext-jwt': (ctx) => deps.extJwtMethod.authenticatePrimary(bearerTokens(ctx.get('authorization'))),
   };

@@ -20,20 +20,20 @@ export interface RouteDeps {
   sessions: SessionService;
   passwordMethod: PasswordMethod;
   principals: PrincipalResolver;
-  /** TOTP second factor (engineer E). */
+  /** TOTP second factor. */
   totp: TotpService;
-  /** Identities, enrollments, authenticators and enrollment completion (engineer A). */
+  /** Identities, enrollments, authenticators and enrollment completion. */
   identities: IdentityService;
   enrollments: EnrollmentService;
   authenticators: AuthenticatorService;
   enroll: EnrollmentCompletion;
-  /** Auth policies, external JWT signers, 3rd-party CAs and their primary methods (engineer B). */
+  /** Auth policies, external JWT signers, 3rd-party CAs and their primary methods. */
   policies: PolicyService;
   signers: SignerService;
   cas: CaService;
   certMethod: CertMethod;
   extJwtMethod: ExtJwtMethod;
-  /** Per-address limit on login, authenticate, enroll and token endpoints (decisions §7). */
+  /** Per-address limit on login, authenticate, enroll and token endpoints. */
   loginLimiter: RateLimiter;
   /** Per-address limit on `GET /oidc/authorization`, which stores an auth request per call. */
   authorizationLimiter: RateLimiter;

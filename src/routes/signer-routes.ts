@@ -9,7 +9,7 @@ import { publicSignerView, signerView } from '../services/signer-service.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
 
-/** `/external-jwt-signers` of the management API (decisions.md §3); admins only. */
+/** `/external-jwt-signers` of the management API; admins only. */
 export function signerRoutes(router: Router, deps: RouteDeps): void {
   const admin = authenticate(deps.principals, { adminOnly: true });
   const signers = deps.signers;
@@ -45,7 +45,7 @@ export function signerRoutes(router: Router, deps: RouteDeps): void {
 }
 
 /**
- * `GET /edge/client/v1/external-jwt-signers`, anonymous (decisions.md §3): enabled signers only,
+ * `GET /edge/client/v1/external-jwt-signers`, anonymous: enabled signers only,
  * with what a client needs to obtain a JWT from the IdP and no key material.
  */
 export function publicSignerRoutes(router: Router, deps: RouteDeps): void {

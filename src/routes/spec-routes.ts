@@ -5,7 +5,7 @@ import { managementSpec } from '../openapi/management-spec.js';
 import type { RouteDeps } from './route-deps.js';
 
 /**
- * `GET /spec`: the API's OpenAPI 3.1 document, anonymous (decisions.md §1). Built and serialized
+ * `GET /spec`: the API's OpenAPI 3.1 document, anonymous. Built and serialized
  * once when the router is made; `/keys` is described only where keyRoutes mounts it.
  */
 export function specRoutes(router: Router, api: 'client' | 'management', deps: RouteDeps): void {

@@ -5,7 +5,7 @@ export const passwordLoginSchema = z.object({
   password: z.string().min(1).max(1024),
 });
 
-/** `configTypes` (decisions.md §5, spec 2.6 `z_ct`): at most this many, each at most this long. */
+/** `configTypes` (they become the `z_ct` claim): at most this many, each at most this long. */
 export const MAX_CONFIG_TYPES = 32;
 export const MAX_CONFIG_TYPE_LENGTH = 256;
 

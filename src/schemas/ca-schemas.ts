@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { booleanField, nonEmpty, stringList, text } from './schema-fields.js';
 
-/** 3rd-party CA bodies (decisions.md §3). The certificate is fixed at creation. */
+/** 3rd-party CA bodies. The certificate is fixed at creation. */
 const flags = {
   isAuthEnabled: booleanField.optional(),
   isOttCaEnrollmentEnabled: booleanField.optional(),

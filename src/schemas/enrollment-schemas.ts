@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { text, username } from './identity-schemas.js';
 
-/** Request bodies of `/enrollments` (management) and `/enroll/*` (client), decisions.md §3. */
+/** Request bodies of `/enrollments` (management) and `/enroll/*` (client). */
 
 const dateTime = z.iso
   .datetime({ offset: true, message: 'must be a date-time such as "2030-01-31T12:00:00Z"' })

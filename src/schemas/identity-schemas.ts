@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
 /**
- * Request bodies of the identity endpoints (decisions.md §3). Bodies may be JSON or form-encoded
- * (decisions.md §2), so booleans and integers also come as the strings a form carries.
+ * Request bodies of the identity endpoints. Bodies may be JSON or form-encoded,
+ * so booleans and integers also come as the strings a form carries.
  */
 
 /** Text stored in PostgreSQL: it cannot hold NUL, which would otherwise surface as a 500. */
@@ -30,7 +30,7 @@ const name = text(255)
   .transform((s) => s.trim())
   .refine((s) => s.length > 0, 'must not be empty');
 
-/** Blank means none, as in the model service (ziti-facts.md §3.2). */
+/** Blank means none, as in OpenZiti, whose clients send blanks. */
 const externalId = text(255)
   .nullable()
   .transform((s) => (s === null || s.trim() === '' ? null : s));

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { booleanField, boundedInt, idRef, nonEmpty, stringList } from './schema-fields.js';
 
 /**
- * Auth policy bodies (decisions.md §3). Every member is optional here: create and PUT fill the
+ * Auth policy bodies. Every member is optional here: create and PUT fill the
  * gaps from a fresh default policy, PATCH from the stored one (policy-service.ts). Nested blocks
  * are strict so that a misspelt member is an error rather than silently ignored.
  */

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { booleanField, text } from './identity-schemas.js';
 
 /**
- * Field shapes shared by the policy, signer and CA bodies. Bodies may be form-encoded
- * (decisions.md §2), so numbers also come as the digit strings a form carries.
+ * Field shapes shared by the policy, signer and CA bodies. Bodies may be form-encoded,
+ * so numbers also come as the digit strings a form carries.
  */
 export { booleanField, text };
 
@@ -21,7 +21,7 @@ export const boundedInt = (min: number, max: number) =>
     z.number().int().min(min).max(max),
   );
 
-/** Optional text where blank means none (ziti-facts.md §5.2: a blank externalAuthUrl is null). */
+/** Optional text where blank means none (a blank externalAuthUrl is null, as in OpenZiti). */
 export const optionalText = (max: number) =>
   z
     .union([text(max), z.null()])

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { booleanField, nonEmpty, optionalText, optionalUrl, stringList } from './schema-fields.js';
 
 /**
- * External JWT signer bodies (decisions.md §3). All members optional here; the service fills
+ * External JWT signer bodies. All members optional here; the service fills
  * create/PUT from the defaults and PATCH from the stored signer, then checks the combined rules
  * (name and issuer present, exactly one of certPem and jwksEndpoint).
  */

@@ -16,7 +16,7 @@ export interface BootstrapResult {
 const ADMIN_LOCK_KEY = 8319395793566789480n;
 
 /**
- * Creates the first admin (the default admin) when no admin exists (decisions.md §1), under a
+ * Creates the first admin (the default admin) when no admin exists, under a
  * transaction-scoped advisory lock so that instances starting together create one.
  */
 export async function ensureFirstAdmin(

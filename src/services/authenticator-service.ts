@@ -22,7 +22,7 @@ export function authenticatorView(a: Authenticator) {
   };
 }
 
-/** `/authenticators` (decisions.md §3): list, detail, delete. */
+/** `/authenticators`: list, detail, delete. */
 export function createAuthenticatorService({ knex }: { knex: Knex }) {
   return {
     async list(query: Record<string, unknown>) {

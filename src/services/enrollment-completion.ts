@@ -37,7 +37,7 @@ type Credential = Omit<NewAuthenticator, 'id' | 'identityId' | 'method'>;
 const certificateFailed = (message: string) => new AppError('CERTIFICATE_FAILED_VALIDATION', { message });
 
 /**
- * Completing an enrollment on the client API (decisions.md §3): the token is checked, the
+ * Completing an enrollment on the client API: the token is checked, the
  * credential is prepared, and then — in ONE transaction — the token is consumed by a single
  * DELETE … RETURNING and the authenticator written. Of parallel completions of one token exactly
  * one wins; the others find it gone (INVALID_ENROLLMENT_TOKEN). A refused authenticator (duplicate
@@ -115,7 +115,7 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
       await consumeInto(enrollment, {
         certFingerprint: certFingerprint(leafPem),
         certPem: leafPem,
-        // Our own PKI issued it, so it can be extended later (z_ice, decisions.md §5).
+        // Our own PKI issued it, so it can be extended later (the `z_ice` claim).
         isExtendable: true,
       });
       return { cert: leafPem + deps.pki.signingCa.certPem };

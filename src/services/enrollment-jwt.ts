@@ -1,19 +1,7 @@
-import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { jwtVerify, SignJWT } from 'jose';
+import { createPrivateKey, type KeyObject } from 'node:crypto';
+import { SignJWT } from 'jose';
 import { certFingerprint } from '../crypto/certificates.js';
-import { firstPemBlock } from '../crypto/pem-blocks.js';
-import type { EnrollmentMethod } from '../repositories/enrollments-repository.js';
 import type { OpenEnrollment } from './enrollment-tokens.js';
-
-/** The claims of decisions.md §3; `jti` is the enrollment token itself. */
-export interface EnrollmentClaims {
-  iss: string;
-  sub: string;
-  jti: string;
-  em: EnrollmentMethod;
-  exp: number;
-  iat: number;
-}
 
 export interface EnrollmentJwtDeps {
   /** The TLS server identity: leaf first, then its chain; and the leaf's private key. */
@@ -29,7 +17,7 @@ const EC_ALGORITHMS: Record<string, string> = {
   secp521r1: 'ES512',
 };
 
-export function jwsAlgorithmFor(key: KeyObject): string {
+function jwsAlgorithmFor(key: KeyObject): string {
   if (key.asymmetricKeyType === 'rsa') return 'RS256';
   if (key.asymmetricKeyType === 'ed25519') return 'EdDSA';
   const alg = key.asymmetricKeyType === 'ec' && EC_ALGORITHMS[key.asymmetricKeyDetails?.namedCurve ?? ''];
@@ -40,11 +28,13 @@ export function jwsAlgorithmFor(key: KeyObject): string {
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
 /**
- * Signs enrollment JWTs with the key of the TLS server certificate, `kid` = that certificate's
- * SHA-1 fingerprint (docs/adr/0001): a client that has not yet trusted our CA verifies the JWT with
- * the public key of the certificate the controller presents on the TLS connection (as OpenZiti's
- * SDKs do), so it knows it reached the controller that issued the token before trusting the CA
- * bundle it downloads there.
+ * Signs enrollment JWTs (`iss`, `sub` = identity id, `jti` = the enrollment token, `em` = method,
+ * `iat`, `exp`) with the key of the TLS server certificate, `kid` = that certificate's SHA-1
+ * fingerprint (docs/adr/0001-enrollment-jwt-signed-by-server-key.md): a client that has not yet
+ * trusted our CA verifies the JWT with the public key of the certificate the controller presents
+ * on the TLS connection (as OpenZiti's SDKs do, and `svc enroll` in src/cli/enrollment-trust.ts),
+ * so it knows it reached the controller that issued the token before trusting the CA bundle it
+ * downloads there.
  */
 export function createEnrollmentJwtSigner({ server, issuer }: EnrollmentJwtDeps) {
   const key = createPrivateKey(server.keyPem);
@@ -67,21 +57,3 @@ export function createEnrollmentJwtSigner({ server, issuer }: EnrollmentJwtDeps)
 }
 
 export type EnrollmentJwtSigner = ReturnType<typeof createEnrollmentJwtSigner>;
-
-/**
- * Verifies an enrollment JWT with the public key of `serverCertPem` (the first certificate of a
- * PEM bundle), as a client does with the certificate the controller presented. Throws when the
- * signature, `kid` or expiry does not hold.
- */
-export async function verifyEnrollmentJwt(jwt: string, serverCertPem: string): Promise<EnrollmentClaims> {
-  const leafPem = firstPemBlock(serverCertPem, 'CERTIFICATE')?.pem;
-  if (!leafPem) throw new Error('no certificate to verify the enrollment JWT with');
-  const publicKey = new X509Certificate(leafPem).publicKey;
-  const { payload, protectedHeader } = await jwtVerify(jwt, publicKey, {
-    algorithms: [jwsAlgorithmFor(publicKey)],
-  });
-  if (protectedHeader.kid !== certFingerprint(leafPem)) {
-    throw new Error('the enrollment JWT was not signed by this certificate');
-  }
-  return payload as unknown as EnrollmentClaims;
-}

@@ -18,7 +18,7 @@ import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
 
 export interface EnrollmentServiceDeps {
   knex: Knex;
-  /** `edge.enrollment.duration` in seconds (default 180m, decisions.md §3). */
+  /** `edge.enrollment.duration` in seconds (default 180m). */
   enrollmentDuration: number;
   signJwt: (enrollment: OpenEnrollment) => Promise<string>;
   tokens: Pick<EnrollmentTokens, 'protect' | 'open'>;
@@ -66,12 +66,15 @@ async function assertUsernameFree(trx: Db, username: string, field: string): Pro
   if (taken) throw conflict(field, 'the username is taken');
 }
 
-/** Management of enrollments (decisions.md §3): `/enrollments` and the enrollment of a new identity. */
+/** Management of enrollments: `/enrollments` and the enrollment of a new identity. */
 export function createEnrollmentService(deps: EnrollmentServiceDeps) {
   const { knex } = deps;
   const now = deps.now ?? (() => new Date());
 
-  /** Writes one enrollment inside the caller's transaction, after every check of decisions.md §3. */
+  /**
+   * Writes one enrollment inside the caller's transaction, after every check (method, CA, username, one per
+   * method).
+   */
   async function addInTransaction(trx: Db, spec: EnrollmentSpec): Promise<Enrollment> {
     const expiresAt = spec.expiresAt ?? new Date(now().getTime() + deps.enrollmentDuration * 1000);
     if (expiresAt <= now()) throw validationError('expiresAt', 'must be in the future');

@@ -8,7 +8,7 @@ export interface IdentityContext {
   name: string;
   /** The policy's `secondary.requireExtJwt`: a JWT of this signer must come with every request. */
   requireExtJwtSigner: string | null;
-  /** The secondary external JWT must name this identity (issue 5). */
+  /** The secondary external JWT must name this identity. */
   externalId?: string | null;
 }
 
@@ -20,11 +20,11 @@ export interface IdentityContextDeps {
 }
 
 /**
- * Identity facts for bearer requests, read once per identity and kept in memory (decisions §6:
- * no database read per request). Every change that matters to a token — deletion, disabling,
- * isAdmin, the policy or its secondary block — records an identity revocation, which drops the
- * entry here (`invalidate`) and refuses the older tokens anyway; a rename records a facts-only
- * event, which drops the entry and refuses nothing.
+ * Identity facts for bearer requests, read once per identity and kept in memory (a bearer request reads
+ * nothing from the database; docs/architecture.md). Every change that matters to a token — deletion,
+ * disabling, isAdmin, the policy or its secondary block — records an identity revocation, which drops the
+ * entry here (`invalidate`) and refuses the older tokens anyway; a rename records a facts-only event, which
+ * drops the entry and refuses nothing.
  */
 export function createIdentityContextCache({ knex, ttlMs = 300_000, now = Date.now }: IdentityContextDeps) {
   const entries = new Map<string, { value: IdentityContext; at: number }>();

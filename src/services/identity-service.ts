@@ -48,7 +48,8 @@ async function lockIdentity(trx: Db, id: string): Promise<Identity> {
 }
 
 /**
- * decisions.md §3: a change of isAdmin or authPolicyId ends the identity's sessions and tokens;
+ * A change of isAdmin or authPolicyId ends the identity's sessions and tokens (they carry the old
+ * privileges and factors);
  * so does a new externalId, which changes whose external JWT stands for the identity.
  */
 const changesPrivileges = (current: Identity, u: IdentityUpdate) =>
@@ -57,7 +58,7 @@ const changesPrivileges = (current: Identity, u: IdentityUpdate) =>
   (u.externalId !== undefined && u.externalId !== current.externalId);
 
 /**
- * Identities of the management API (decisions.md §3, spec 2.1 and 3.3). Every change is one
+ * Identities of the management API. Every change is one
  * transaction; whatever ends access (delete, disable, privilege change, TOTP reset) goes through
  * the revocation service in that transaction; `afterCommit` then refreshes this process's
  * revocation state (other instances follow within a second).
@@ -146,7 +147,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     patch: (id: string, input: IdentityPatchInput) => update(id, input),
 
     /**
-     * Spec 3.3: API sessions, role attributes, authenticators, enrollments and TOTP configuration
+     * API sessions, role attributes, authenticators, enrollments and TOTP configuration
      * go with the row (ON DELETE CASCADE, migrations 001/002); policies, signers and CAs stay.
      */
     async delete(id: string): Promise<void> {
@@ -176,7 +177,10 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       });
     },
 
-    /** Admin TOTP reset: the configuration goes and the identity's sessions end. */
+    /**
+     * Admin TOTP reset (`DELETE /identities/{id}/mfa`): the configuration and its recovery codes
+     * go and the identity's sessions end; it enrolls again at its next login.
+     */
     async resetMfa(id: string): Promise<void> {
       await write(async (trx) => {
         await lockIdentity(trx, id);

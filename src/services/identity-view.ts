@@ -46,7 +46,7 @@ async function enrollmentView(
   return view;
 }
 
-/** The identity detail of decisions.md §3, for a page of identities at once. */
+/** The identity detail (authenticators, enrollments, MFA, session), for a page of identities at once. */
 export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new Date() }: IdentityViewDeps) {
   return async function viewIdentities(db: Db, identities: Identity[]) {
     const ids = identities.map((i) => i.id);

@@ -8,7 +8,7 @@ import { isDisabled } from './auth/identity-status.js';
 import type { SessionService } from './session-service.js';
 
 /**
- * The caller behind a legacy `svc-session` token: database-backed by nature (decisions.md §4),
+ * The caller behind a legacy `svc-session` token: database-backed by nature,
  * so the identity and its policy are read fresh on every request.
  */
 export function createLegacyPrincipals({ knex, sessions }: { knex: Knex; sessions: SessionService }) {

@@ -6,8 +6,8 @@ const CHECK_NAME = 'master-key-check';
 const CHECK_TEXT = 'svc master key check';
 
 /**
- * Refuses to start with a master key that cannot decrypt the database's secrets
- * (decisions.md §1): every instance of one deployment needs the same SVC_MASTER_KEY.
+ * Refuses to start with a master key that cannot decrypt the database's secrets:
+ * every instance of one deployment needs the same SVC_MASTER_KEY.
  */
 export async function verifyMasterKey(knex: Knex, box: SecretBox): Promise<void> {
   const stored = await secretsRepository.putIfAbsent(knex, CHECK_NAME, box.seal(CHECK_TEXT));

@@ -6,8 +6,8 @@ export type PasswordRules = Pick<
 >;
 
 /**
- * The first password rule of a policy that `password` breaks, or undefined. decisions.md §3 ▲:
- * the rules are enforced (the model service stores them without enforcing them). Length counts
+ * The first password rule of a policy that `password` breaks, or undefined. The
+ * rules are enforced (OpenZiti stores them without enforcing them). Length counts
  * code points, so a password of emoji is not measured in UTF-16 halves.
  */
 export function passwordRuleViolation(rules: PasswordRules, password: string): string | undefined {

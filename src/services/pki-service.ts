@@ -56,7 +56,7 @@ async function loadOrCreate(
 const readPem = (file: string) => readFileSync(file, 'utf8');
 
 /**
- * The service's PKI (decisions.md §1): generated once, under a lock, and kept in the database
+ * The service's PKI: generated once, under a lock, and kept in the database
  * with sealed private keys so that every instance shares it; configured PEM files replace parts.
  * The public PEM files are written to `$SVC_DATA_DIR/pki/` for operators and clients.
  */

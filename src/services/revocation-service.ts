@@ -23,7 +23,7 @@ export interface RevocationServiceDeps {
 }
 
 /**
- * Ends every current form of access of an identity (spec 3.3, decisions.md §3): its API sessions
+ * Ends every current form of access of an identity: its API sessions
  * go, its token generation moves on (so JWTs issued so far are refused) and a revocation event is
  * recorded for the other instances. Run inside the caller's transaction.
  */

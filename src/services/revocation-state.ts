@@ -28,10 +28,10 @@ export interface RevocationStateDeps {
 }
 
 /**
- * The revocations every process must know without a database read per request (decisions §6,
- * issue 6): API sessions ended and identities whose tokens were invalidated. Kept current by
- * PostgreSQL LISTEN/NOTIFY plus a catch-up read every `pollMs` (1 s), so a lost notification or a
- * dropped listener connection delays a revocation by at most that long.
+ * The revocations every process must know without a database read per request
+ * (docs/adr/0006-revocation-listen-notify-catch-up.md): API sessions ended and identities whose tokens were
+ * invalidated. Kept current by PostgreSQL LISTEN/NOTIFY plus a catch-up read every `pollMs` (1 s), so a
+ * lost notification or a dropped listener connection delays a revocation by at most that long.
  */
 export function createRevocationState({
   database,

@@ -20,7 +20,7 @@ export interface NewSessionFacts {
 }
 
 /**
- * Legacy API sessions (decisions.md §4): an opaque token stored as its SHA-256, expiring after
+ * Legacy API sessions: an opaque token stored as its SHA-256, expiring after
  * `sessionTimeout` without use; each use slides the expiry, written at most every few seconds.
  */
 export function createSessionService({ db, sessionTimeout, now = () => new Date() }: SessionServiceDeps) {

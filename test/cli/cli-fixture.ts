@@ -20,7 +20,7 @@ export interface CliFixture {
   admin: { 'svc-session': string };
   svc(args: string[], o?: { input?: string; home?: string }): Promise<SvcResult>;
   api: { get(path: string): Promise<TestResponse>; post(path: string, body: unknown): Promise<TestResponse> };
-  /** The identity detail (decisions.md §3) of the one identity with that name. */
+  /** The identity detail of the one identity with that name. */
   detailByName(name: string): Promise<any>;
   close(): Promise<void>;
 }

@@ -66,7 +66,7 @@ describe('svc edge and svc keys', () => {
       expect(detail).toMatchObject({ type: 'Service', enrollment: {}, authenticators: {} });
     });
 
-    test('create identity with --external-id alone still gets an ott enrollment (spec 2.1 rule 7)', async () => {
+    test('create identity with --external-id alone still gets an ott enrollment', async () => {
       const res = await svc([
         'edge',
         'create',
@@ -190,7 +190,7 @@ describe('svc edge and svc keys', () => {
   });
 
   describe('delete', () => {
-    test('delete enrollments --identity removes the default ott enrollment (spec 2.1 rule 7)', async () => {
+    test('delete enrollments --identity removes the default ott enrollment', async () => {
       await svc(['edge', 'create', 'identity', 'device', 'cli-rule-7']);
       const before = await detailByName('cli-rule-7');
       expect(Object.keys(before.enrollment)).toEqual(['ott']);

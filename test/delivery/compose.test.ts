@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config/load-config.js';
 const root = resolve(process.cwd());
 const read = (file: string) => readFileSync(join(root, file), 'utf8');
 
-/** The variables of decisions.md §1. */
+/** The named variables of the configuration reference (docs/operations.md). */
 const SECTION_1_VARIABLES = [
   'DATABASE_URL',
   'SVC_DATA_DIR',
@@ -152,7 +152,7 @@ describe('Dockerfile', () => {
 });
 
 describe('.env.example and config.example.yaml', () => {
-  test('.env.example documents every variable of decisions.md §1', () => {
+  test('.env.example documents every named variable', () => {
     const missing = SECTION_1_VARIABLES.filter((name) => !documented.has(name));
     expect(missing).toEqual([]);
   });

@@ -169,7 +169,7 @@ describe('a controller without an edge section', () => {
   });
   afterAll(() => server.close());
 
-  test('serves health but no edge API and no OIDC (spec §1)', async () => {
+  test('serves health but no edge API and no OIDC', async () => {
     expect((await server.client.get('/health/ready')).status).toBe(200);
     expect(
       (await server.client.post('/edge/management/v1/authenticate?method=password', { body: {} })).status,

@@ -2,10 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { HttpsClient, TestResponse } from './https-client.js';
 
 /**
- * A cookie-less OIDC client driven by hand (architecture.md: follow redirects by hand, no cookie
- * jar): authorization request with PKCE → the 303 to the login page → the login POST → the 303 to
- * `redirect_uri?code` → the code exchange. Every step is exported so tests of later issues (second
- * factors, API authentication) can stop anywhere and look at the raw responses.
+ * A cookie-less OIDC client driven by hand (docs/adr/0005-in-process-cookie-less-resume.md: follow
+ * redirects by hand, no cookie jar): authorization request with PKCE → the 303 to the login page → the
+ * login POST → the 303 to `redirect_uri?code` → the code exchange. Every step is exported so tests of second
+ * factors and API authentication can stop anywhere and look at the raw responses.
  */
 
 export const DEFAULT_REDIRECT_URI = 'http://127.0.0.1:54321/auth/callback';

@@ -50,7 +50,7 @@ describe('enrollment JWTs and completing enrollments', () => {
     expect(payload).toMatchObject({ sub: pending.identityId, jti: pending.token, em: 'ott' });
     expect(payload.iss).toBe(server.app.listeners[0]!.urls[0]);
     expect(payload.exp).toBe(Math.floor(new Date(pending.expiresAt).getTime() / 1000));
-    // Default lifetime: 180 minutes (decisions.md §3).
+    // Default lifetime: 180 minutes.
     expect(payload.exp! - payload.iat!).toBeGreaterThanOrEqual(180 * 60 - 2);
     expect(payload.exp! - payload.iat!).toBeLessThanOrEqual(180 * 60);
   });

@@ -154,7 +154,7 @@ describe('/enrollments and /authenticators of the management API', () => {
     expect(unknown.status).toBe(404);
   });
 
-  test('deleting the default enrollment by identity id leaves an identity with no way in (spec 2.1 rule 7)', async () => {
+  test('deleting the default enrollment by identity id leaves an identity with no way in', async () => {
     const identityId = await createIdentity(api, {
       name: 'rule-seven',
       isAdmin: false,

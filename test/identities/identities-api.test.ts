@@ -229,7 +229,7 @@ describe('identities of the management API', () => {
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
   });
 
-  test('an identity with no enrollment and no externalId has no authenticator and cannot log in (spec 2.1 rule 4)', async () => {
+  test('an identity with no enrollment and no externalId has no authenticator and cannot log in', async () => {
     // The one credential that needs no enrollment is an external JWT (rule 3). With the signer's
     // default useExternalId, a JWT can only name an identity through its externalId, so even a
     // valid token of an allowed signer naming this identity's id and name is refused.

@@ -74,7 +74,7 @@ export async function pendingEnrollment(
   return { identityId, token, jwt, expiresAt };
 }
 
-/** A registered 3rd-party CA row, written directly (the CA API is engineer B's; the row is the contract). */
+/** A registered 3rd-party CA row, written directly (the row is the contract with the CA service). */
 export async function registerCa(
   server: TestServer,
   ca: KeyedCert,

@@ -10,7 +10,7 @@ import {
   type ManagementApi,
 } from './identity-fixtures.js';
 
-/** Every table that holds data of one identity (spec 2.1 rule 9, spec 3.3). */
+/** Every table that holds data of one identity. */
 const IDENTITY_TABLES = [
   'identities',
   'identity_role_attributes',

@@ -46,7 +46,7 @@ export async function createUser(server: TestServer, name: string, policyId = 'd
   return { id: identity.id, name, username: name, password };
 }
 
-/** A copy of the default policy that requires TOTP (spec 2.2 `secondary.requireTotp`). */
+/** A copy of the default policy that requires TOTP (`secondary.requireTotp`). */
 export async function createTotpPolicy(server: TestServer, id: string): Promise<string> {
   const knex = server.app.knex;
   const base = (await authPoliciesRepository.findById(knex, 'default'))!;

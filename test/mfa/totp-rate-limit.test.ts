@@ -6,7 +6,7 @@ import { createUser, login, sessionOf, type TestUser } from './mfa-fixtures.js';
 
 const CLIENT = '/edge/client/v1';
 
-describe('the TOTP failure limit on authenticate/mfa (decisions.md §7)', () => {
+describe('the TOTP failure limit on authenticate/mfa', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer();

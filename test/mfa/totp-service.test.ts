@@ -37,7 +37,7 @@ describe('the TOTP service API (used by the OIDC login steps)', () => {
     return { user, url: start.provisioningUrl, codes: start.recoveryCodes, step };
   }
 
-  test('enrollment moves through the states of spec 3.2 and status follows', async () => {
+  test('enrollment moves through its states (none, unverified, verified) and status follows', async () => {
     clock = new Date();
     const user = await createUser(server, 'svc states');
     const before = await totp.status(user.id);

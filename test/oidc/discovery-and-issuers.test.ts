@@ -74,7 +74,7 @@ describe('OIDC discovery, keys and issuers per bind-point address', () => {
         auth_queries: `${issuer}/login/auth-queries`,
       },
     });
-    // DPoP and PAR are not offered (decisions.md §5).
+    // DPoP and PAR are not offered.
     expect(root.body.dpop_signing_alg_values_supported).toBeUndefined();
     expect(root.body.pushed_authorization_request_endpoint).toBeUndefined();
   });

@@ -17,7 +17,7 @@ import { expectError } from '../helpers/expect-error.js';
 import { totpCode } from '../helpers/totp.js';
 import { createUser, enrollTotp, partialLogin, postTotp } from '../second-factors/factor-fixtures.js';
 
-describe('OIDC login endpoints (spec 3.1, 4.2; decisions.md §5)', () => {
+describe('OIDC login endpoints', () => {
   let server: TestServer;
   let api: ManagementApi;
   beforeAll(async () => {

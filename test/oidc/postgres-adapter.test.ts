@@ -4,7 +4,7 @@ import { oidcPayloadsRepository } from '../../src/repositories/oidc-payloads-rep
 import { hashTokenId } from '../../src/crypto/token-id-hash.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
-describe('the oidc-provider adapter over oidc_payloads (oidc-provider-notes.md §6)', () => {
+describe('the oidc-provider adapter over oidc_payloads', () => {
   let server: TestServer;
   const destroyedGrants: string[] = [];
   let Adapter: ReturnType<typeof createPostgresAdapter>;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { authorizationPath, newPkce } from '../helpers/oidc-client.js';
 
-describe('per-address limits on the OIDC login and token endpoints (decisions.md §7)', () => {
+describe('per-address limits on the OIDC login and token endpoints', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({

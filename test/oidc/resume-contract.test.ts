@@ -9,7 +9,7 @@ import { openPayload } from '../../src/oidc/stored-payload.js';
 /**
  * The in-process resume (src/oidc/resume-in-process.ts) emulates what a browser would send back to
  * oidc-provider. These are the provider internals it relies on; an upgrade that changes any of
- * them must fail here, loudly, before it breaks logins (oidc-provider-notes.md, corrections box).
+ * them must fail here, loudly, before it breaks logins (docs/adr/0005-in-process-cookie-less-resume.md).
  */
 describe('contract: oidc-provider internals behind the in-process resume', () => {
   let server: TestServer;

@@ -120,7 +120,7 @@ describe('userinfo, end_session, revocation and bearer tokens on the Edge APIs',
       ]);
       expect(res.body).toEqual({ error: 'invalid_token', error_description: description });
     }
-    // The Edge APIs keep their own challenges (decisions of spec 7.1).
+    // The Edge APIs keep their own challenges.
     expect(edge.headerAll('www-authenticate')).toEqual([
       'Bearer realm="svc-oidc", error="expired", error_description="token expired"',
     ]);

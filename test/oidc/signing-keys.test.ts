@@ -6,7 +6,7 @@ import { useMovableClock } from '../helpers/movable-clock.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { enrolledUpdbUser, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 
-describe('signing keys in the database and their rotation (decisions.md §5)', () => {
+describe('signing keys in the database and their rotation', () => {
   let server: TestServer;
   let api: ManagementApi;
   beforeAll(async () => {

@@ -15,7 +15,7 @@ import { enrolledUpdbUser, managementApi } from '../identities/identity-fixtures
 
 const admin = { username: ADMIN_USERNAME, password: ADMIN_PASSWORD };
 
-describe('OIDC tokens: claims, refresh, PKCE, codes, redirect URIs (spec 2.5, 2.6; decisions.md §5)', () => {
+describe('OIDC tokens: claims, refresh, PKCE, codes, redirect URIs', () => {
   let server: TestServer;
   let keys: JWTVerifyGetKey;
   let issuer: string;
@@ -31,7 +31,7 @@ describe('OIDC tokens: claims, refresh, PKCE, codes, redirect URIs (spec 2.5, 2.
       headers: { authorization: `Bearer ${accessToken}` },
     });
 
-  test('the token set and the claims of access and ID tokens are exactly those of decisions.md §5', async () => {
+  test('the token set and the claims of access and ID tokens are exactly those documented', async () => {
     const api = managementApi(server, await server.adminToken());
     const user = await enrolledUpdbUser(server, api, 'claims-user');
     const before = Math.floor(Date.now() / 1000);

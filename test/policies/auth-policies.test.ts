@@ -55,7 +55,7 @@ describe('auth policies', () => {
 
   const policy = async (id: string) => (await api.get(`/auth-policies/${id}`)).body.data;
 
-  test('the default policy exists with the values of decisions.md §3', async () => {
+  test('the default policy exists with its documented values', async () => {
     const res = await api.get('/auth-policies/default');
 
     expect(res.status).toBe(200);

@@ -12,7 +12,7 @@ import {
 
 const strip = (body: any) => ({ ...body, error: { ...body.error, requestId: undefined } });
 
-describe('password lockout (decisions.md §7)', () => {
+describe('password lockout', () => {
   let server: TestServer;
   let api: ManagementApi;
 

@@ -17,7 +17,7 @@ import type { ManagementApi } from '../identities/identity-fixtures.js';
 
 export { createUser, type TestUser };
 
-/** The TOTP query of the OIDC flow, exactly as decisions.md §5 gives it. */
+/** The TOTP query of the OIDC flow, exactly as clients read it. */
 export const totpQuery = (isTotpEnrolled: boolean) => ({
   typeId: 'MFA',
   format: 'alphaNumeric',
@@ -40,7 +40,7 @@ export async function createPolicy(
   return res.body.data.id as string;
 }
 
-/** Verified TOTP for `user` through the self-service endpoints (engineer E), at time step `step`. */
+/** Verified TOTP for `user` through the self-service endpoints, at time step `step`. */
 export async function enrollTotp(server: TestServer, user: TestUser) {
   const headers = await sessionOf(server, user);
   const started = await server.client.post('/edge/client/v1/current-identity/mfa', { headers });
@@ -80,7 +80,7 @@ export async function tokensFrom(
 export const postTotp = (client: HttpsClient, authRequestId: string, code: string, headers = {}) =>
   client.post('/oidc/login/totp', { body: { id: authRequestId, code }, headers });
 
-/** The exact WWW-Authenticate value of an external JWT challenge (decisions.md §6). */
+/** The exact WWW-Authenticate value of an external JWT challenge. */
 export function extJwtChallenge(error: 'missing' | 'invalid' | 'expired', id: string, issuer: string) {
   const description = {
     missing: 'no matching token was provided',

@@ -18,7 +18,7 @@ import {
 const ENROLL = '/oidc/login/totp/enroll';
 const HTML = { accept: 'text/html' };
 
-describe('TOTP enrollment during an OIDC flow (spec 3.2)', () => {
+describe('TOTP enrollment during an OIDC flow', () => {
   let server: TestServer;
   let api: ManagementApi;
   let totpPolicy: string;
@@ -42,7 +42,7 @@ describe('TOTP enrollment during an OIDC flow (spec 3.2)', () => {
     return { user, started };
   }
 
-  test('not enrolled → POST enroll: 201 with the spec 2.7 body; the auth request stays active', async () => {
+  test('not enrolled → POST enroll: 201 with the enrollment body; the auth request stays active', async () => {
     const { user, started } = await owingEnrollment('enroll-start');
 
     const res = await start(started.authRequestId);

@@ -15,7 +15,7 @@ import {
   totpQuery,
 } from './factor-fixtures.js';
 
-describe('TOTP in the OIDC flow (spec 3.1: primary pending → partially authenticated → complete)', () => {
+describe('TOTP in the OIDC flow (primary pending → partially authenticated → complete)', () => {
   let server: TestServer;
   let api: ManagementApi;
   let totpPolicy: string;
@@ -222,7 +222,7 @@ describe('TOTP in the OIDC flow (spec 3.1: primary pending → partially authent
 
     const res = await postTotp(server.client, started.authRequestId, await totpCode(url, step + 1));
 
-    // decisions.md §3: the deletion ends the identity's unfinished logins with it.
+    // The deletion ends the identity's unfinished logins with it.
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('INVALID_AUTH_REQUEST');
     expect(res.header('location')).toBeUndefined();

@@ -19,7 +19,7 @@ import {
 
 const ME = '/edge/client/v1/current-identity';
 
-describe('the secondary external JWT (spec 5.3 item 2, 4.2 note 3, 7.1 case 5)', () => {
+describe('the secondary external JWT (on every API request, at the OIDC login, its challenge)', () => {
   let server: TestServer;
   let api: ManagementApi;
   let idp: Idp;
@@ -327,7 +327,7 @@ describe('the secondary external JWT (spec 5.3 item 2, 4.2 note 3, 7.1 case 5)',
       const seconds = Math.ceil((Date.now() - began) / 1000);
 
       expect(statuses.every((s) => s === 200)).toBe(true);
-      // One read per signer per second at most: the cache's TTL (decisions.md §1, §6).
+      // One read per signer per second at most: the cache's TTL.
       expect(signerReads.length).toBeLessThanOrEqual(seconds + 1);
     });
 

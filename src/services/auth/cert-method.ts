@@ -27,7 +27,7 @@ export interface CertMethodDeps {
 const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail });
 
 /**
- * Client-certificate authentication (spec 4.2 note 1, 5.2). The leaf must chain to our signing CA
+ * Client-certificate authentication. The leaf must chain to our signing CA
  * or to a verified, auth-enabled 3rd-party CA, and be enrolled (a `cert` authenticator with its
  * fingerprint). A certificate of an auto-enrolling CA logs in only after `POST /enroll?method=ca`
  * bound it to an identity, as in OpenZiti. Every refusal is the same 401 INVALID_AUTH.
@@ -39,7 +39,7 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
   async function trust(leaf: Buffer, intermediates: string[], authenticator: Authenticator) {
     if (authenticator.caId === null && (await verifyChain(leaf, intermediates, ourCas)))
       return { ours: true };
-    // decisions.md §3: only verified, auth-enabled CAs authenticate anyone.
+    // Only verified, auth-enabled CAs authenticate anyone: an unproven CA could be anyone's.
     const cas = (await casRepository.listAuthEnabled(knex)).filter(
       (ca) => authenticator.caId === null || ca.id === authenticator.caId,
     );
@@ -81,7 +81,7 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
     if (cert.notAfter < at && !policy.primary.cert.allowExpiredCerts)
       throw invalidAuth('certificate expired');
     if (isDisabled(identity, at)) throw invalidAuth('identity disabled or locked');
-    // z_ice (decisions.md §5): only a certificate of our own PKI can be extended by us.
+    // z_ice: only a certificate of our own PKI can be extended by us.
     return { identity, policy, amr: ['cert'], isCertExtendable: trusted.ours };
   };
 }

@@ -27,8 +27,8 @@ export interface ExtJwtMethodDeps {
   /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` between us and the IdP. */
   clockToleranceSeconds?: number;
   /**
-   * Where `checkSecondary` finds its signer (issue 5: an in-memory cache, because it runs on
-   * every API request and decisions.md §6 allows no database read there). Default: the database.
+   * Where `checkSecondary` finds its signer (an in-memory cache, because it runs on
+   * every API request and a bearer request reads nothing from the database). Default: the database.
    */
   findSigner?: (id: string) => Promise<ExternalJwtSigner | undefined>;
 }
@@ -38,7 +38,7 @@ type Realm = 'svc-primary-ext-jwt' | 'svc-secondary-ext-jwt';
 
 // Asymmetric only: a signer publishes a public key, so HS* (shared secret) and `none` never apply.
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
-// decisions.md §6: at most 10 challenges when the request could have meant any enabled signer.
+// At most 10 challenges when the request could have meant any enabled signer: headers stay small.
 const MAX_CHALLENGES = 10;
 const DESCRIPTIONS: Record<Failure, string> = {
   missing: 'no matching token was provided',
@@ -80,10 +80,10 @@ function claimValue(payload: JWTPayload, property: string): string | undefined {
 const failureOf = (err: unknown): Failure => (err instanceof joseErrors.JWTExpired ? 'expired' : 'invalid');
 
 /**
- * External JWT authentication (spec 2.3, 4.2 note 2): the token's claimed `iss` picks an enabled
+ * External JWT authentication: the token's claimed `iss` picks an enabled
  * signer, whose key (certPem, or its JWKS) must verify signature, `exp`, `iss` and `aud`; the
- * configured claim then names the identity by `externalId` or id. Every refusal is a 401 with the
- * challenges of decisions.md §6.
+ * configured claim then names the identity by `externalId` or id. Every refusal is a 401 with a
+ * `svc-primary-ext-jwt` challenge naming the signer (`id`, `issuer`).
  */
 export function createExtJwtMethod({
   knex,
@@ -112,7 +112,8 @@ export function createExtJwtMethod({
   }
 
   async function verify(signer: ExternalJwtSigner, token: string): Promise<JWTPayload> {
-    // Spec 2.3: the audience is always checked (signers cannot be saved without one).
+    // The audience is always checked, so a token the IdP issued to another application is refused (signers
+    // cannot be saved without one).
     if (!signer.audience) throw new Error('external JWT signer without an audience');
     const currentDate = now();
     const options = {
@@ -212,7 +213,7 @@ export function createExtJwtMethod({
     },
 
     /**
-     * The secondary factor of a policy naming `signerId` (spec 5.3 item 2): some token among
+     * The secondary factor of a policy naming `signerId`: some token among
      * `tokens` must verify against that signer and, when `identity` is given, name that identity
      * (another user's JWT from the same IdP is no second factor for this one).
      */

@@ -1,9 +1,12 @@
 import { createRemoteJWKSet, customFetch, type JWTVerifyGetKey } from 'jose';
 
 export interface JwksCacheOptions {
-  /** decisions.md §3: a JWKS endpoint gets 5 s to answer. */
+  /** A JWKS endpoint gets 5 s to answer: a slow IdP must not hold logins. */
   timeoutMs?: number;
-  /** An unknown `kid` refetches the set, at most this often (decisions.md §3: once a second). */
+  /**
+   * An unknown `kid` refetches the set, at most this often (once a second: a forged `kid` cannot make us
+   * hammer the IdP).
+   */
   cooldownMs?: number;
   /** Keys are refetched when older than this even if every kid is known (rotation by the IdP). */
   maxAgeMs?: number;
@@ -37,7 +40,7 @@ function limitedFetch(fetchImpl: typeof fetch): typeof fetch {
 }
 
 /**
- * JWKS of external JWT signers, one cached key set per endpoint (decisions.md §3): fetched with a
+ * JWKS of external JWT signers, one cached key set per endpoint: fetched with a
  * timeout through our own fetch (https with the system CAs, or http), kept for `maxAgeMs`, and
  * refetched on an unknown `kid` no more than once per `cooldownMs`. Redirects are not followed.
  */

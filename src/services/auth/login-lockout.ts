@@ -32,7 +32,7 @@ export interface LoginAttempt {
 
 /**
  * The policy's maxAttempts/lockoutDurationMinutes, counted atomically in the database so that
- * parallel requests and other instances agree (decisions.md §7). Each attempt takes its number
+ * parallel requests and other instances agree. Each attempt takes its number
  * before the (slow) password check: with maxAttempts 5, twenty parallel guesses test at most five
  * passwords. Locking disables the identity, which ends its sessions like an admin's disable.
  */

@@ -40,8 +40,8 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
   }
 
   /**
-   * The database round trips of a known identity's failed attempt, touching nothing: an unknown
-   * username must cost the same time as a wrong password (decisions.md §3, ASVS 6.3.8).
+   * The database round trips of a known identity's failed attempt, touching nothing: an unknown username
+   * must cost the same time as a wrong password (ASVS 5.0 V6.3.8: no username enumeration by timing).
    */
   async function shadowAttempt(password: string): Promise<void> {
     await target(SHADOW_IDENTITY_ID);
@@ -63,7 +63,7 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
       throw invalidAuth(authenticator ? 'policy does not allow UPDB' : 'unknown username');
     }
     const { identity, policy } = found;
-    // Counted before the check (decisions.md §7): parallel guesses cannot outrun the limits.
+    // Counted before the check: parallel guesses cannot outrun the limits.
     const attempt = await lockout.begin(identity.id, policy, clientAddress);
     const passwordOk = await verifyPassword(authenticator.passwordHash, password);
     // Re-read: a lock set by a parallel attempt while this one was hashing must hold.

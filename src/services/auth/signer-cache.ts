@@ -4,8 +4,8 @@ export interface SignerCacheDeps {
   /** Reads one signer from the database. */
   load: (id: string) => Promise<ExternalJwtSigner | undefined>;
   /**
-   * How long an entry is trusted. decisions.md §1: a change made on one instance is enforced on
-   * all within 1 second, so a disabled or re-keyed signer stops satisfying the secondary factor
+   * How long an entry is trusted. A change made on one instance is enforced on all within 1
+   * second (docs/operations.md), so a disabled or re-keyed signer stops satisfying the secondary factor
    * everywhere within this time, without a notification channel.
    */
   ttlMs?: number;
@@ -14,7 +14,7 @@ export interface SignerCacheDeps {
 
 /**
  * External JWT signers by id, in memory: the secondary external JWT is checked on every API
- * request (spec 5.3 item 2), and decisions.md §6 allows no database read per request. At most one
+ * request, and a bearer request reads nothing from the database. At most one
  * read per signer per `ttlMs` per process; concurrent misses share one read.
  */
 export function createSignerCache({ load, ttlMs = 1000, now = Date.now }: SignerCacheDeps) {

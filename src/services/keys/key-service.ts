@@ -16,7 +16,7 @@ export interface KeyView {
 
 /** What a process needs to sign and verify: built from the table, rebuilt when it changes. */
 export interface KeySet {
-  /** Private JWKs, the signing key first: oidc-provider signs with the first matching key (notes §7). */
+  /** Private JWKs, the signing key first: oidc-provider signs with the first matching key. */
   privateJwks: JWK[];
   publicJwks: JWK[];
   signingKid: string;
@@ -41,7 +41,7 @@ const ALG = 'RS256';
 const RETIRE_MARGIN_MS = 60_000;
 
 /**
- * Signing keys in the database (decisions.md §5 ▲): private parts sealed with the master key,
+ * Signing keys in the database: private parts sealed with the master key,
  * one created under an advisory lock on first start, rotated by publishing first and signing
  * after the grace period; a retired key stays published until every token it signed has expired.
  */

@@ -12,7 +12,7 @@ export interface KeyWatcherDeps {
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 /**
- * oidc-provider reads keys only when a Provider is built (notes §7), so every process polls the
+ * oidc-provider reads keys only when a Provider is built, so every process polls the
  * key table and rebuilds when the set changes — and wakes up exactly when a key starts signing.
  */
 export function createKeyWatcher({ load, onChange, logger, pollMs = 3000 }: KeyWatcherDeps) {

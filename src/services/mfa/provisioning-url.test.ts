@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { provisioningUrl } from './provisioning-url.js';
 import { newRecoveryCode, normalizeRecoveryCode } from './recovery-codes.js';
 
-describe('provisioning URL and recovery code formats (decisions.md §5)', () => {
+describe('provisioning URL and recovery code formats', () => {
   test('the label is issuer:name with both halves percent-encoded, then issuer and secret', () => {
     const url = provisioningUrl('Acme Corp', 'bob:smith@example.com', 'JBSWY3DPEHPK3PXP');
 

@@ -8,7 +8,7 @@ export const RECOVERY_CODE_COUNT = 10;
 export const RECOVERY_CODE_LENGTH = 12;
 const PEPPER_NAME = 'mfa-recovery-code-pepper';
 
-/** 12 base32 characters = 60 random bits (decisions.md §5; ASVS 6.5.1 asks for at least 20). */
+/** 12 base32 characters = 60 random bits (ASVS 5.0 V6.5.1 asks for at least 20). */
 export function newRecoveryCode(): string {
   // 256 is a multiple of 32, so `byte & 31` keeps every character equally likely.
   return [...randomBytes(RECOVERY_CODE_LENGTH)].map((b) => BASE32[b & 31]).join('');

@@ -3,7 +3,7 @@ import { isForeignKeyViolation } from '../../db/db-errors.js';
 import { AppError } from '../../errors/app-error.js';
 import { mfaTotpFailuresRepository } from '../../repositories/mfa-totp-failures-repository.js';
 
-/** decisions.md §7: 5 failed codes per identity per 15 minutes. */
+/** 5 failed codes per identity per 15 minutes: 10^6 codes cannot be guessed within a step. */
 export const TOTP_MAX_FAILURES = 5;
 export const TOTP_FAILURE_WINDOW_MS = 15 * 60_000;
 
@@ -16,7 +16,7 @@ export interface TotpAttemptsDeps {
  * Runs one code check under the failure limit. The attempt is counted BEFORE the check (one
  * atomic upsert), so twenty parallel guesses get five checks, not twenty; a successful check
  * gives its slot back. Over the limit the answer is 429 with Retry-After without looking at the
- * code at all, even a correct one (decisions.md §7 ◆: a guesser must not learn he was right).
+ * code at all, even a correct one (a guesser must not learn he was right).
  */
 export function createTotpAttempts({ knex, now }: TotpAttemptsDeps) {
   return async function limited<T>(

@@ -1,6 +1,6 @@
 import { generateSecret, verify } from 'otplib';
 
-/** RFC 6238 as decisions.md §5 fixes it: SHA-1, 6 digits, 30 s steps (otplib's defaults). */
+/** RFC 6238 as authenticator apps expect it: SHA-1, 6 digits, 30 s steps (otplib's defaults). */
 export const TOTP_PERIOD_SECONDS = 30;
 
 /** A 160-bit secret (RFC 4226 §4 recommends 160), base32 without padding: 32 characters. */

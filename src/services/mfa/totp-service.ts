@@ -23,7 +23,7 @@ export interface TotpServiceDeps {
 export type InvalidCodeError = 'INVALID_TOTP_CODE' | 'MFA_INVALID_TOKEN';
 
 export interface LoginCodeOptions {
-  /** Recovery codes are accepted wherever a TOTP code is at login (decisions.md §5). Default true. */
+  /** Recovery codes are accepted wherever a TOTP code is at login. Default true. */
   allowRecovery?: boolean;
   invalidCode?: InvalidCodeError;
 }
@@ -48,7 +48,7 @@ const notFound = (message: string) => new AppError('NOT_FOUND', { message });
 const withoutSpaces = (code: string) => code.replace(/\s/g, '');
 
 /**
- * TOTP second factor (spec 2.4, 2.7, 3.2, 5.3; decisions.md §4, §5, §7): enrollment, login codes,
+ * TOTP second factor: enrollment, login codes,
  * recovery codes. RFC 6238 SHA-1/6 digits/30 s/±1 step; each time step accepted once per
  * identity; the secret sealed with the master key; at most 5 failed codes per 15 minutes.
  */
@@ -83,7 +83,7 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
     code: string,
     { allowRecovery = true, invalidCode = 'MFA_INVALID_TOKEN' }: LoginCodeOptions = {},
   ): Promise<CodeKind> {
-    // An unverified enrollment's secret never satisfies a login (ziti-facts.md, weakness 5).
+    // An unverified enrollment's secret never satisfies a login: it may never have reached an app.
     const config = await mfaTotpRepository.find(knex, identityId);
     if (!config?.isVerified) throw invalid(invalidCode, 'no verified TOTP configuration');
     const kind = await limited(identityId, () => checkVerifiedCode(config, code, allowRecovery));
@@ -134,7 +134,7 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
 
   /**
    * A TOTP code (never a recovery code: it would prove nothing about the app) verifies it. The
-   * failure limit applies here too (decisions.md §7): an enrollment may have been started by
+   * failure limit applies here too: an enrollment may have been started by
    * someone else than the one guessing against it, and a verified one completes a login.
    */
   async function verifyEnrollment(identityId: string, code: string, marker?: string): Promise<void> {
@@ -192,7 +192,7 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
     return mfaRecoveryCodesRepository.countUnused(knex, identityId);
   }
 
-  /** decisions.md §4: the policy asks for TOTP, or the identity has a verified configuration. */
+  /** The policy asks for TOTP, or the identity has a verified configuration (it opted in). */
   async function isRequired(identityId: string, policy: { secondary: { requireTotp: boolean } }) {
     return policy.secondary.requireTotp || (await status(identityId)).verified;
   }
