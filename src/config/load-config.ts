@@ -71,6 +71,13 @@ const ENV_TO_PATH: Record<string, string> = {
   ...NAMED_VARIABLES,
 };
 
+/** Every variable that sets `path`, the named one (the documented spelling) first. */
+export function variablesOf(path: string): string[] {
+  const named = Object.keys(NAMED_VARIABLES).filter((name) => NAMED_VARIABLES[name] === path);
+  const scalar = SCALAR_PATHS.includes(path) ? [envNameOf(path)] : [];
+  return [...new Set([...named, ...scalar])];
+}
+
 type Tree = Record<string, unknown>;
 
 function setPath(tree: Tree, path: string, value: unknown): void {

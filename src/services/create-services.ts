@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
+import { EDGE_DEFAULTS } from '../config/config-schema.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { PrincipalResolver } from '../middleware/authenticate.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
@@ -47,7 +48,9 @@ export interface ServiceDeps {
 /** Wires services together; every dependency is passed explicitly (architecture.md). */
 export async function createServices({ config, database, box, pki, logger }: ServiceDeps) {
   const { knex } = database;
-  const sessionTimeout = config.edge?.api.sessionTimeout ?? 1800;
+  // Without an edge section nothing reaches these services, but they are built all the same.
+  const edge = config.edge ?? EDGE_DEFAULTS;
+  const sessionTimeout = edge.api.sessionTimeout;
   const oidc = config.edge?.oidc;
   const sessions = createSessionService({ db: knex, sessionTimeout });
   // Revocations are remembered as long as an access token they cover can live (plus clock
@@ -84,7 +87,7 @@ export async function createServices({ config, database, box, pki, logger }: Ser
   const identityView = createIdentityView({ signEnrollmentJwt, tokens: enrollmentTokens });
   const enrollments = createEnrollmentService({
     knex,
-    enrollmentDuration: config.edge?.enrollment.duration ?? 10_800,
+    enrollmentDuration: edge.enrollment.duration,
     signJwt: signEnrollmentJwt,
     tokens: enrollmentTokens,
   });
@@ -96,7 +99,7 @@ export async function createServices({ config, database, box, pki, logger }: Ser
     trustDomain: config.pki.trustDomain,
     tokens: enrollmentTokens,
   });
-  const totp = createTotpService({ knex, box, issuer: config.edge?.totp.issuer ?? 'svc' });
+  const totp = createTotpService({ knex, box, issuer: edge.totp.issuer });
   const secondFactors = createSecondFactors({ totp, extJwt: extJwtMethod, findSigner: signerCache.get });
 
   const principals: PrincipalResolver = {
