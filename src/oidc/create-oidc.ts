@@ -3,6 +3,7 @@ import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
 import type { SecretBox } from '../crypto/secret-box.js';
+import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { createKeyService } from '../services/keys/key-service.js';
 import { createKeyWatcher } from '../services/keys/key-watcher.js';
@@ -15,7 +16,7 @@ import { loadCookieKeys } from './cookie-keys.js';
 import { createProvider, type OidcDurations } from './create-provider.js';
 import { createEndSession } from './end-session.js';
 import { createIssuerRegistry, providerCallback, type IssuerSpec } from './issuer-registry.js';
-import { createLoginFlow, type OutstandingFactors } from './login-flow.js';
+import { createLoginFlow, type LoginFlowDeps } from './login-flow.js';
 import { createOidcDispatch } from './oidc-dispatch.js';
 import { startOidcJanitor } from './oidc-janitor.js';
 import { createOidcSessions } from './oidc-sessions.js';
@@ -35,10 +36,12 @@ export interface OidcDeps {
   logger: Logger;
   revocations: RevocationService;
   findIdentity: (id: string) => Promise<Identity | undefined>;
+  findPolicy: (id: string) => Promise<AuthPolicy | undefined>;
   revocationState: RevocationState;
   identityContext: IdentityContextCache;
-  /** Issue 5 plugs the second factors in here. */
-  outstandingFactors?: OutstandingFactors;
+  /** The second factors and the TOTP service the login's steps check. */
+  factors: LoginFlowDeps['factors'];
+  totp: LoginFlowDeps['totp'];
 }
 
 /** Every `edge-oidc` bind-point address with its URI patterns. */
@@ -143,8 +146,10 @@ export async function createOidc(deps: OidcDeps) {
     login: createLoginFlow({
       knex,
       registry,
+      factors: deps.factors,
+      totp: deps.totp,
       findIdentity: deps.findIdentity,
-      outstandingFactors: deps.outstandingFactors,
+      findPolicy: deps.findPolicy,
     }),
     verifier,
     sessions,

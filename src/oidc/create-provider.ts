@@ -10,6 +10,7 @@ import Provider, {
 } from 'oidc-provider';
 import type { JWK } from 'jose';
 import type { AccountPolicy } from './account-policy.js';
+import { LOGIN_PATH_BY_HINT, LOGIN_PATHS, loginEndpointsOf } from './login-paths.js';
 
 export const CLIENT_ID = 'svc';
 /**
@@ -41,13 +42,6 @@ export interface ProviderOptions {
   logger: Logger;
 }
 
-const LOGIN_PAGE_BY_HINT: Record<string, string> = {
-  password: 'username',
-  username: 'username',
-  cert: 'cert',
-  'ext-jwt': 'ext-jwt',
-};
-
 function hasClientCertificate(ctx: KoaContextWithOIDC): boolean {
   const socket = ctx.req.socket as Partial<TLSSocket>;
   const cert = socket.getPeerCertificate?.();
@@ -59,10 +53,10 @@ function hasClientCertificate(ctx: KoaContextWithOIDC): boolean {
  */
 function loginUrl(ctx: KoaContextWithOIDC, uid: string): string {
   const hint = ctx.oidc.params?.method;
-  const page =
-    (typeof hint === 'string' && Object.hasOwn(LOGIN_PAGE_BY_HINT, hint) && LOGIN_PAGE_BY_HINT[hint]) ||
-    (hasClientCertificate(ctx) ? 'cert' : 'username');
-  return `/oidc/login/${page}?authRequestID=${encodeURIComponent(uid)}`;
+  const path =
+    (typeof hint === 'string' && Object.hasOwn(LOGIN_PATH_BY_HINT, hint) && LOGIN_PATH_BY_HINT[hint]) ||
+    (hasClientCertificate(ctx) ? LOGIN_PATHS.cert : LOGIN_PATHS.username);
+  return `${path}?authRequestID=${encodeURIComponent(uid)}`;
 }
 
 function policy() {
@@ -95,19 +89,6 @@ async function requireOpenidScope(ctx: KoaContextWithOIDC): Promise<void> {
   if (typeof scope !== 'string' || !scope.split(' ').includes('openid')) {
     throw new errors.InvalidScope('scope must contain openid', 'openid');
   }
-}
-
-function loginEndpoints(issuer: string) {
-  const at = (path: string) => `${issuer}/login/${path}`;
-  return {
-    password: at('username'),
-    cert: at('cert'),
-    ext_jwt: at('ext-jwt'),
-    totp: at('totp'),
-    totp_enroll: at('totp/enroll'),
-    totp_enroll_verify: at('totp/enroll/verify'),
-    auth_queries: at('auth-queries'),
-  };
 }
 
 function ttls(d: OidcDurations): Configuration['ttl'] {
@@ -213,7 +194,7 @@ function configuration(o: ProviderOptions): Configuration {
       ctx.type = 'json';
       ctx.body = { error: out.error, error_description: out.error_description };
     },
-    discovery: { svc_login_endpoints: loginEndpoints(o.issuer) },
+    discovery: { svc_login_endpoints: loginEndpointsOf(o.issuer) },
   };
 }
 

@@ -1,85 +1,49 @@
-import { MAX_CONFIG_TYPES } from '../schemas/authenticate-schemas.js';
 import type { Knex } from 'knex';
 import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { newId } from '../crypto/random.js';
+import { bearerTokens } from '../middleware/authenticate.js';
 import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
+import { MAX_CONFIG_TYPES } from '../schemas/authenticate-schemas.js';
 import { isDisabled } from '../services/auth/identity-status.js';
 import type { PrimaryAuthResult } from '../services/auth/primary-result.js';
+import type { EnrollmentStart, TotpService } from '../services/mfa/totp-service.js';
 import { CLIENT_ID } from './create-provider.js';
 import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
+import type { PrimaryMethod } from './login-paths.js';
+import { amrWithMfa, credentialName, type LoginState } from './login-state.js';
 import type { LoginFacts } from './oidc-sessions.js';
 import { resumeInProcess } from './resume-in-process.js';
+import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second-factors.js';
 
-/** An item of `authQueries` (spec 2.4, decisions.md §5). */
-export interface AuthQuery {
-  typeId: string;
-  [field: string]: unknown;
-}
-
-/** What one auth request has established so far; kept in `interaction.result.svc`. */
-export interface LoginState {
-  identityId: string;
-  /** The primary method used: `password`, `cert`, `ext-jwt`. */
-  method: string;
-  amr: string[];
-  configTypes: string[];
-  isCertExtendable: boolean;
-  /** Epoch seconds of the primary authentication (`auth_time`). */
-  authTime: number;
-  /** Factors satisfied for this auth request, e.g. `primary`, later `totp` (issue 5). */
-  satisfied: string[];
-  /**
-   * The credentials verified for this auth request, each once: `password`, `cert`, `totp`,
-   * `ext-jwt:<signer id>`. A JWT that satisfies both the primary and the secondary factor (same
-   * signer) is one credential; JWTs of two signers are two. More than one adds `mfa` to `amr`.
-   */
-  credentials: string[];
-  /**
-   * The TOTP enrollment this auth request started mid-flow (a marker from the TOTP service): the
-   * only enrollment its steps may show, verify or abandon, so a password alone never reaches an
-   * enrollment the identity's owner has in progress.
-   */
-  totpEnrollment?: string;
-}
-
-/** A verified credential as `LoginState.credentials` names it. */
-export const credentialName = (method: string, signerId: string | undefined): string =>
-  signerId ? `ext-jwt:${signerId}` : method;
-
-/** RFC 8176 `mfa`: more than one credential was verified, whatever their `amr` values. */
-export function amrWithMfa(state: Pick<LoginState, 'amr' | 'credentials'>): string[] {
-  const multiFactor = new Set(state.credentials ?? []).size > 1;
-  return multiFactor && !state.amr.includes('mfa') ? [...state.amr, 'mfa'] : state.amr;
-}
-
-/**
- * Second-factor hook (issue 5): the queries still owed after the primary check. An empty list
- * completes the login; otherwise the endpoint answers `200 {authQueries}`. `ctx` is the login
- * request: its `Authorization` header may carry the secondary external JWT (spec 4.2 note 3); a
- * factor found satisfied there is recorded in `state` (its `satisfied` and `amr`).
+/*
+ * The OIDC login as one small state machine (spec 3.1; docs/architecture.md). Per request:
+ *
+ *   loadPendingLogin   the auth request; its identity and policy are read at most once
+ *     → a step         password | cert | ext-jwt (primary) · totp · totp-enroll-verify
+ *     → advance        the factors still owed, with the JWTs of this request (spec 4.2 note 3):
+ *         owes         kept on the auth request ("partially authenticated"), answered 200
+ *         complete     facts for the tokens, in-process resume: the provider answers 303
+ *
+ * TOTP enrollment mid-flow (spec 3.2) starts, shows and abandons an enrollment on a pending login
+ * that owes a TOTP code, without advancing it; its verify is a step. The routes
+ * (routes/oidc-login-routes.ts) parse input and render the outcome as JSON or an HTML page.
  */
-export type OutstandingFactors = (
-  identity: Identity,
-  policy: AuthPolicy,
-  state: LoginState,
-  ctx: Context,
-) => Promise<AuthQuery[]>;
-
-export const noOutstandingFactors: OutstandingFactors = async () => [];
 
 /** One pending authorization request (an oidc-provider Interaction of prompt `login`). */
-export interface AuthRequest {
+export interface PendingLogin {
   uid: string;
   /** The authorization request's parameters (client_id, scope, svc_ct, …). */
   params: Record<string, unknown>;
-  /** Set after a primary login whose factors are still outstanding. */
+  /** What the auth request has established: set once its primary step is done. */
   state?: LoginState;
   /** The issuer the request was made to: it finishes there, whatever host the login used. */
   entry: IssuerEntry;
   interaction: InteractionLike;
+  /** The identity and policy of this login, read at most once per request. */
+  account?: Promise<Account>;
 }
 
 interface InteractionLike {
@@ -91,17 +55,45 @@ interface InteractionLike {
   persist(): Promise<unknown>;
 }
 
-export type LoginOutcome = { kind: 'queries'; authQueries: AuthQuery[] } | { kind: 'redirected' };
+interface Account {
+  identity: Identity;
+  policy: AuthPolicy;
+}
+
+/** A step's result: the new state, with the identity and policy it belongs to. */
+interface Progress extends Account {
+  state: LoginState;
+}
+
+/** A step that advances a login, with its input as the route parsed it. */
+export type LoginStep =
+  | { name: PrimaryMethod; configTypes?: string[]; check: () => Promise<PrimaryAuthResult> }
+  | { name: 'totp'; code: string }
+  | { name: 'totp-enroll-verify'; code: string };
+
+/** Where a step leaves the login: factors still owed (200), or complete (the provider sent 303). */
+export type LoginOutcome = ({ kind: 'owes' } & OwedFactors) | { kind: 'complete' };
 
 export interface LoginFlowDeps {
   knex: Knex;
   registry: IssuerRegistry;
+  factors: SecondFactors;
+  totp: Pick<
+    TotpService,
+    | 'verifyLoginCode'
+    | 'startMarkedEnrollment'
+    | 'verifyEnrollment'
+    | 'abandonEnrollment'
+    | 'provisioningUrlFor'
+  >;
   findIdentity: (id: string) => Promise<Identity | undefined>;
-  outstandingFactors?: OutstandingFactors;
+  findPolicy: (id: string) => Promise<AuthPolicy | undefined>;
   now?: () => Date;
 }
 
 const invalidRequest = (detail: string) => new AppError('INVALID_AUTH_REQUEST', { detail });
+const identityGone = () =>
+  new AppError('INVALID_AUTH', { detail: 'identity deleted or disabled during the login' });
 
 /** `configTypes` of the authorization request (`svc_ct`, written by the dispatcher). */
 function requestedConfigTypes(params: Record<string, unknown>): string[] {
@@ -116,16 +108,11 @@ function requestedConfigTypes(params: Record<string, unknown>): string[] {
   }
 }
 
-/**
- * The OIDC login as a list of named steps (spec 3.1, decisions.md §5): load the auth request →
- * primary check → outstanding factors → complete (API session, in-process resume, 303).
- */
 export function createLoginFlow(deps: LoginFlowDeps) {
   const now = deps.now ?? (() => new Date());
-  const outstandingFactors = deps.outstandingFactors ?? noOutstandingFactors;
 
-  /** Step 1. Unknown, expired, finished or foreign auth requests: 400 INVALID_AUTH_REQUEST. */
-  async function loadAuthRequest(ctx: Context, id: unknown): Promise<AuthRequest> {
+  /** Unknown, expired, finished or foreign auth requests: 400 INVALID_AUTH_REQUEST. */
+  async function loadPendingLogin(ctx: Context, id: unknown): Promise<PendingLogin> {
     if (typeof id !== 'string' || id.length === 0 || id.length > 128)
       throw invalidRequest('no auth request id');
     const current = deps.registry.pick(ctx.state.listener, ctx.req.headers.host);
@@ -144,62 +131,141 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     return { uid: interaction.uid, params: interaction.params, state, entry, interaction };
   }
 
-  /** Step 2 → 4 for a primary login endpoint. */
-  async function primaryLogin(
-    ctx: Context,
-    request: AuthRequest,
-    input: { method: string; configTypes?: string[]; primary: () => Promise<PrimaryAuthResult> },
-  ): Promise<LoginOutcome> {
-    const result = await input.primary(); // 401 INVALID_AUTH; the request stays usable
-    // decisions.md §5: factors satisfied for this auth request stay satisfied when the same
-    // identity resubmits the primary login (e.g. now with the secondary external JWT).
-    const previous = request.state?.identityId === result.identity.id ? request.state : undefined;
+  /**
+   * A login past its primary step (else 400 INVALID_AUTH_REQUEST), with its identity and policy
+   * as they are now: deleted or disabled since → 401 INVALID_AUTH; a changed policy applies at once.
+   */
+  async function established(pending: PendingLogin): Promise<Progress> {
+    const state = pending.state;
+    if (!state) {
+      throw new AppError('INVALID_AUTH_REQUEST', {
+        message: 'the primary login of this auth request is not done yet',
+      });
+    }
+    pending.account ??= (async () => {
+      const identity = await deps.findIdentity(state.identityId);
+      const policy = identity && (await deps.findPolicy(identity.authPolicyId));
+      if (!identity || !policy || isDisabled(identity, now())) throw identityGone();
+      return { identity, policy };
+    })();
+    return { ...(await pending.account), state: structuredClone(state) };
+  }
+
+  /** What is owed now, without any JWT of this request (the reads and the enrollment guard). */
+  const owedNow = ({ identity, policy, state }: Progress) =>
+    deps.factors.evaluate(identity, policy, state, []);
+
+  /**
+   * Spec 5.3 item 3: enrollment mid-flow is for a login that owes a TOTP code. Otherwise a
+   * password alone could bind a secret of the caller's choosing to the account, or read the secret
+   * of an enrollment its owner has in progress. Every enrollment step, reading or writing, passes here.
+   */
+  async function owingTotp(pending: PendingLogin): Promise<Progress & { owed: OwedFactors }> {
+    const progress = await established(pending);
+    const owed = await owedNow(progress);
+    if (!owed.authQueries.some((q) => q.typeId === 'MFA')) {
+      throw new AppError('INVALID_AUTH_REQUEST', { message: 'this login does not owe a TOTP code' });
+    }
+    return { ...progress, owed };
+  }
+
+  /** The marker of the enrollment this login started; one it did not start is nobody's here. */
+  function ownEnrollment(state: LoginState): string {
+    if (state.totpEnrollment) return state.totpEnrollment;
+    throw new AppError('NOT_FOUND', { message: 'this login has no TOTP enrollment in progress' });
+  }
+
+  /**
+   * Primary step (password, cert, ext-jwt): 401 INVALID_AUTH on wrong credentials, and the auth
+   * request stays usable. Factors this auth request satisfied stay satisfied when the same
+   * identity resubmits its primary login (e.g. now with the secondary external JWT).
+   */
+  async function primaryStep(
+    pending: PendingLogin,
+    step: Extract<LoginStep, { name: PrimaryMethod }>,
+  ): Promise<Progress> {
+    const result = await step.check();
+    const previous = pending.state?.identityId === result.identity.id ? pending.state : undefined;
     const state: LoginState = {
       identityId: result.identity.id,
-      method: input.method,
+      method: step.name,
       amr: [...new Set([...result.amr, ...(previous?.amr ?? [])])],
-      configTypes: input.configTypes ?? requestedConfigTypes(request.params),
+      configTypes: step.configTypes ?? requestedConfigTypes(pending.params),
       isCertExtendable: result.isCertExtendable,
       authTime: Math.floor(now().getTime() / 1000),
       satisfied: [...new Set(['primary', ...(previous?.satisfied ?? [])])],
       credentials: [
-        ...new Set([credentialName(input.method, result.signerId), ...(previous?.credentials ?? [])]),
+        ...new Set([credentialName(step.name, result.signerId), ...(previous?.credentials ?? [])]),
       ],
     };
-    const authQueries = await outstandingFactors(result.identity, result.policy, state, ctx);
-    if (authQueries.length > 0) {
-      await savePending(request, state);
-      return { kind: 'queries', authQueries };
-    }
-    await completeLogin(ctx, request, state);
-    return { kind: 'redirected' };
+    const account = { identity: result.identity, policy: result.policy };
+    pending.account = Promise.resolve(account);
+    return { ...account, state };
   }
 
-  /** Keeps a partial login on the auth request (spec 3.1 "partially authenticated"). */
-  async function savePending(request: AuthRequest, state: LoginState): Promise<void> {
-    request.interaction.result = { svc: state };
-    await request.interaction.persist();
-    request.state = state;
+  /** `totp`: a TOTP code or a recovery code (decisions.md §5, §7). */
+  async function totpStep(pending: PendingLogin, code: string): Promise<Progress> {
+    const progress = await established(pending);
+    await deps.totp.verifyLoginCode(progress.identity.id, code, {
+      allowRecovery: true,
+      invalidCode: 'INVALID_TOTP_CODE',
+    });
+    satisfy(progress.state, FACTORS.totp);
+    return progress;
   }
 
-  /** The identity as it is now: deleted or disabled since the last step → the login fails. */
-  async function recheckIdentity(state: LoginState): Promise<Identity> {
-    const identity = await deps.findIdentity(state.identityId);
-    if (!identity || isDisabled(identity, now())) {
-      throw new AppError('INVALID_AUTH', { detail: 'identity deleted or disabled during the login' });
+  /** `totp-enroll-verify`: a code of the new secret (never a recovery code) saves it. */
+  async function totpEnrollVerifyStep(pending: PendingLogin, code: string): Promise<Progress> {
+    const progress = await owingTotp(pending);
+    await deps.totp.verifyEnrollment(progress.identity.id, code, ownEnrollment(progress.state));
+    satisfy(progress.state, FACTORS.totp);
+    return progress;
+  }
+
+  function runStep(pending: PendingLogin, step: LoginStep): Promise<Progress> {
+    switch (step.name) {
+      case 'totp':
+        return totpStep(pending, step.code);
+      case 'totp-enroll-verify':
+        return totpEnrollVerifyStep(pending, step.code);
+      default:
+        return primaryStep(pending, step);
     }
-    return identity;
   }
 
   /**
-   * Step 4, also called by the TOTP endpoints once every factor is satisfied: the facts the
-   * tokens will carry go into the interaction result, and the provider's resume runs in-process
-   * on this request, answering 303 to `redirect_uri?code&state&iss`.
+   * Runs a step, then completes the login when nothing is owed any more, else keeps the progress
+   * on the auth request and lists the rest. A secondary external JWT in this request's
+   * `Authorization` header counts at every step (spec 4.2 note 3).
    */
-  async function completeLogin(ctx: Context, request: AuthRequest, state: LoginState): Promise<void> {
-    const identity = await recheckIdentity(state);
+  async function advance(ctx: Context, pending: PendingLogin, step: LoginStep): Promise<LoginOutcome> {
+    const progress = await runStep(pending, step);
+    const { identity, policy, state } = progress;
+    const owed = await deps.factors.evaluate(identity, policy, state, bearerTokens(ctx.get('authorization')));
+    if (owed.authQueries.length > 0) {
+      await savePending(pending, state);
+      return { kind: 'owes', ...owed };
+    }
+    await complete(ctx, pending, progress);
+    return { kind: 'complete' };
+  }
+
+  /** Keeps a partial login on the auth request (spec 3.1 "partially authenticated"). */
+  async function savePending(pending: PendingLogin, state: LoginState): Promise<void> {
+    pending.interaction.result = { svc: state };
+    await pending.interaction.persist();
+    pending.state = state;
+  }
+
+  /**
+   * The facts the tokens will carry go into the interaction result, and the provider's resume
+   * runs in-process on this request, answering 303 to `redirect_uri?code&state&iss`. The identity
+   * is checked once more, as this request read it, against the clock of the completion.
+   */
+  async function complete(ctx: Context, pending: PendingLogin, { identity, state }: Progress): Promise<void> {
+    if (isDisabled(identity, now())) throw identityGone();
     // One completion per auth request, decided by one atomic statement.
-    if (!(await oidcPayloadsRepository.consume(deps.knex, 'Interaction', request.uid, now()))) {
+    if (!(await oidcPayloadsRepository.consume(deps.knex, 'Interaction', pending.uid, now()))) {
       throw invalidRequest('auth request already being completed');
     }
     const amr = amrWithMfa(state);
@@ -213,16 +279,52 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       tokenGeneration: identity.tokenGeneration,
       authTime: state.authTime,
     };
-    request.interaction.result = {
+    pending.interaction.result = {
       login: { accountId: identity.id, amr, ts: state.authTime, remember: false },
       consent: {},
       svc: { ...state, ...facts },
     };
-    await request.interaction.persist();
-    await resumeInProcess(request.entry, ctx, request.interaction);
+    await pending.interaction.persist();
+    await resumeInProcess(pending.entry, ctx, pending.interaction);
   }
 
-  return { loadAuthRequest, primaryLogin, savePending, completeLogin };
+  return {
+    loadPendingLogin,
+    advance,
+
+    /** `GET auth-queries`, `GET totp`: what is owed, read-only (no JWT of this request counts). */
+    async owed(pending: PendingLogin): Promise<OwedFactors> {
+      return owedNow(await established(pending));
+    },
+
+    /** `GET totp/enroll`: what is owed, for a login that owes a TOTP code only. */
+    async owedForEnrollment(pending: PendingLogin): Promise<OwedFactors> {
+      return (await owingTotp(pending)).owed;
+    },
+
+    /**
+     * `POST totp/enroll`: 409 MFA_EXISTS when in progress or verified. The auth request keeps
+     * the enrollment's marker: its other enrollment steps reach only this one.
+     */
+    async startEnrollment(pending: PendingLogin): Promise<EnrollmentStart> {
+      const { identity, state } = await owingTotp(pending);
+      const { start, marker } = await deps.totp.startMarkedEnrollment(identity.id, identity.name);
+      await savePending(pending, { ...state, totpEnrollment: marker });
+      return start;
+    },
+
+    /** The provisioning URL of the enrollment this login started, for the HTML page's QR code. */
+    async enrollmentUrl(pending: PendingLogin): Promise<string | undefined> {
+      const { identity, state } = await owingTotp(pending);
+      return state.totpEnrollment && deps.totp.provisioningUrlFor(identity.id, state.totpEnrollment);
+    },
+
+    /** `DELETE totp/enroll`: abandons the enrollment this login started (404 when none). */
+    async abandonEnrollment(pending: PendingLogin): Promise<void> {
+      const { identity, state } = await owingTotp(pending);
+      await deps.totp.abandonEnrollment(identity.id, ownEnrollment(state));
+    },
+  };
 }
 
 export type LoginFlow = ReturnType<typeof createLoginFlow>;

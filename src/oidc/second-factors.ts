@@ -1,13 +1,12 @@
-import type { Context } from 'koa';
 import { isAppError } from '../errors/app-error.js';
 import type { Challenge } from '../errors/www-authenticate.js';
-import { bearerTokens } from '../middleware/authenticate.js';
 import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { ExternalJwtSigner } from '../repositories/external-jwt-signers-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { TotpService } from '../services/mfa/totp-service.js';
-import { credentialName, type AuthQuery, type LoginState, type OutstandingFactors } from './login-flow.js';
+import { LOGIN_PATHS } from './login-paths.js';
+import { credentialName, type AuthQuery, type LoginState } from './login-state.js';
 
 /** Names of second factors in `LoginState.satisfied`, and the `amr` value each adds. */
 export const FACTORS = {
@@ -33,7 +32,7 @@ export const totpQuery = (isTotpEnrolled: boolean): AuthQuery => ({
   typeId: 'MFA',
   format: 'alphaNumeric',
   httpMethod: 'POST',
-  httpUrl: '/oidc/login/totp',
+  httpUrl: LOGIN_PATHS.totp,
   minLength: 6,
   maxLength: 6,
   provider: 'svc',
@@ -66,12 +65,6 @@ export function satisfy(
   state.credentials ??= [];
   if (!state.credentials.includes(credential)) state.credentials.push(credential);
 }
-
-const CHALLENGES_KEY = 'svcSecondFactorChallenges';
-
-/** The challenges `outstandingFactors` left for the 200 answer of a primary login. */
-export const pendingChallengesOf = (ctx: Context): Challenge[] =>
-  (ctx.state[CHALLENGES_KEY] as Challenge[] | undefined) ?? [];
 
 /**
  * Second factors of the OIDC login (spec 3.1, 5.3; decisions.md §5, §6): TOTP when the policy
@@ -124,14 +117,7 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
     return owed;
   }
 
-  /** The login flow's hook, run right after a primary login (spec 4.2 notes 3–4). */
-  const outstandingFactors: OutstandingFactors = async (identity, policy, state, ctx) => {
-    const owed = await evaluate(identity, policy, state, bearerTokens(ctx.get('authorization')));
-    ctx.state[CHALLENGES_KEY] = owed.challenges;
-    return owed.authQueries;
-  };
-
-  return { evaluate, outstandingFactors };
+  return { evaluate };
 }
 
 export type SecondFactors = ReturnType<typeof createSecondFactors>;

@@ -1,17 +1,12 @@
 import type { Context } from 'koa';
-import type { AuthQuery } from '../oidc/login-flow.js';
-import { errorLine, escapeHtml, hiddenId, sendPage } from './oidc-login-pages.js';
-
-export const TOTP_PATH = '/oidc/login/totp';
-export const ENROLL_PATH = '/oidc/login/totp/enroll';
+import { LOGIN_PATHS } from '../oidc/login-paths.js';
+import type { AuthQuery } from '../oidc/login-state.js';
+import { errorLine, escapeHtml, formHtml as form, sendPage } from './oidc-login-pages.js';
 
 interface PageOptions {
   status?: number;
   error?: string;
 }
-
-const form = (action: string, authRequestId: string, inner: string, button: string) =>
-  `<form method="post" action="${escapeHtml(action)}">${hiddenId(authRequestId)}${inner}<button type="submit">${button}</button></form>`;
 
 const codeInput = (label: string) =>
   `<label for="code">${label}</label><input id="code" name="code" autocomplete="one-time-code" maxlength="64" required autofocus>`;
@@ -21,7 +16,7 @@ export function renderTotpPage(ctx: Context, authRequestId: string, options: Pag
   const body =
     errorLine(options.error) +
     `<p>Enter the 6-digit code of your authenticator app, or one of your recovery codes.</p>` +
-    form(TOTP_PATH, authRequestId, codeInput('Code'), 'Verify');
+    form(LOGIN_PATHS.totp, authRequestId, codeInput('Code'), 'Verify');
   sendPage(ctx, 'Two-step verification', body, { status: options.status });
 }
 
@@ -36,7 +31,7 @@ export interface EnrollmentView {
 function startForm(authRequestId: string): string {
   return (
     `<p>Your sign-in requires a one-time code from an authenticator app. Set one up now.</p>` +
-    form(ENROLL_PATH, authRequestId, '', 'Set up an authenticator app')
+    form(LOGIN_PATHS.totpEnroll, authRequestId, '', 'Set up an authenticator app')
   );
 }
 
@@ -51,7 +46,7 @@ function enrollmentBody(authRequestId: string, view: EnrollmentView): string {
 <img class="qr" src="${escapeHtml(view.qrDataUrl!)}" alt="QR code of the authenticator setup link">
 <p>Or enter this key by hand: <code class="secret">${escapeHtml(secret)}</code></p>` +
     codes +
-    form(`${ENROLL_PATH}/verify`, authRequestId, codeInput('Code from the app'), 'Verify and continue')
+    form(LOGIN_PATHS.totpEnrollVerify, authRequestId, codeInput('Code from the app'), 'Verify and continue')
   );
 }
 

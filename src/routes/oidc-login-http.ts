@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { formatChallenge, type Challenge } from '../errors/www-authenticate.js';
-import type { AuthQuery } from '../oidc/login-flow.js';
+import type { AuthQuery } from '../oidc/login-state.js';
 
 /** Request and response conventions shared by every `/oidc/login/*` route (decisions.md §5). */
 

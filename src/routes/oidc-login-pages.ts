@@ -32,14 +32,17 @@ ${body}
 export const errorLine = (error?: string) =>
   error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '';
 
-export const hiddenId = (authRequestId: string) =>
+const hiddenId = (authRequestId: string) =>
   `<input type="hidden" name="authRequestId" value="${escapeHtml(authRequestId)}">`;
+
+/** A form posting `inner` fields and the auth request id to `action`. */
+export const formHtml = (action: string, authRequestId: string, inner: string, button: string) =>
+  `<form method="post" action="${escapeHtml(action)}">${hiddenId(authRequestId)}${inner}<button type="submit">${button}</button></form>`;
 
 export type LoginPage = 'username' | 'cert' | 'ext-jwt';
 
 function pageBody(kind: LoginPage, authRequestId: string, action: string, error?: string): [string, string] {
-  const form = (inner: string, button: string) =>
-    `<form method="post" action="${escapeHtml(action)}">${hiddenId(authRequestId)}${inner}<button type="submit">${button}</button></form>`;
+  const form = (inner: string, button: string) => formHtml(action, authRequestId, inner, button);
   if (kind === 'username') {
     return [
       'Sign in',

@@ -3,23 +3,21 @@ import type { Context } from 'koa';
 import { AppError, isAppError } from '../errors/app-error.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import type { Oidc } from '../oidc/create-oidc.js';
-import type { AuthRequest, LoginOutcome } from '../oidc/login-flow.js';
-import { pendingChallengesOf } from '../oidc/second-factors.js';
+import type { LoginFlow, LoginOutcome, PendingLogin } from '../oidc/login-flow.js';
+import { LOGIN_PATHS, PRIMARY_LOGIN_PATHS } from '../oidc/login-paths.js';
 import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
+import { mfaCodeSchema } from '../schemas/mfa-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
-import { answerOutcome, oidcFactorRoutes } from './oidc-factor-routes.js';
-import { authRequestIdOf, sendOwed, wantsHtml } from './oidc-login-http.js';
-import { renderLoginPage, type LoginPage } from './oidc-login-pages.js';
+import type { EnrollmentStart } from '../services/mfa/totp-service.js';
+import { qrDataUrl } from '../services/mfa/qr-code.js';
+import { renderEnrollmentPage, renderOwedPage, renderTotpPage } from './oidc-factor-pages.js';
+import { authRequestIdOf, isHtmlForm, sendOwed, setOwedHeaders, wantsHtml } from './oidc-login-http.js';
+import { renderLoginPage } from './oidc-login-pages.js';
 import { primaryLoginsFor } from './primary-logins.js';
 import type { RouteDeps } from './route-deps.js';
 
-/** Login page path → primary method (decisions.md §5: `/password` is an alias of `/username`). */
-const PAGES: { path: string; page: LoginPage; method: string }[] = [
-  { path: 'username', page: 'username', method: 'password' },
-  { path: 'password', page: 'username', method: 'password' },
-  { path: 'cert', page: 'cert', method: 'cert' },
-  { path: 'ext-jwt', page: 'ext-jwt', method: 'ext-jwt' },
-];
+/** Refusals a browser form gets as the same page again, with the message (and Retry-After). */
+const PAGE_ERRORS = new Set(['INVALID_TOTP_CODE', 'MFA_INVALID_TOKEN', 'RATE_LIMITED', 'MFA_EXISTS']);
 
 /** `configTypes` as a JSON array or a repeated form field (one value arrives as a string). */
 function configTypesOf(body: Record<string, unknown>): string[] | undefined {
@@ -27,55 +25,147 @@ function configTypesOf(body: Record<string, unknown>): string[] | undefined {
   return parseInput(loginExtrasSchema, { configTypes: raw }).configTypes;
 }
 
-/**
- * Answers a primary login (spec 3.1): the provider already sent its 303, or the factors still
- * owed with the challenges the second-factor hook left (a TOTP or enrollment page for a browser).
- */
-async function respond(ctx: Context, deps: RouteDeps, request: AuthRequest, outcome: LoginOutcome) {
-  if (outcome.kind === 'redirected') return;
-  const owed = {
-    kind: 'queries' as const,
-    authQueries: outcome.authQueries,
-    challenges: pendingChallengesOf(ctx),
-  };
-  if (deps.oidcFactors) return answerOutcome(ctx, deps.oidcFactors, request, owed);
-  sendOwed(ctx, owed.authQueries, owed.challenges);
+const codeOf = (body: Record<string, unknown>) => parseInput(mfaCodeSchema, body).code;
+
+/** The enrollment page: the QR code of the enrollment in progress, or the start button. */
+async function showEnrollment(
+  ctx: Context,
+  flow: LoginFlow,
+  pending: PendingLogin,
+  options: { start?: EnrollmentStart; status?: number; error?: string } = {},
+): Promise<void> {
+  const url = options.start?.provisioningUrl ?? (await flow.enrollmentUrl(pending));
+  const view = url
+    ? { provisioningUrl: url, qrDataUrl: await qrDataUrl(url), recoveryCodes: options.start?.recoveryCodes }
+    : {};
+  renderEnrollmentPage(ctx, pending.uid, view, options);
 }
 
 /**
- * `GET|POST /oidc/login/{username,password,cert,ext-jwt}` (spec 4.2, decisions.md §5). GET shows
- * the page (HTML for browsers, else `{authRequestId, method}`); POST runs the login flow. Wrong
- * credentials: 401 INVALID_AUTH and the auth request stays usable; a browser form gets the page
- * again with the message.
+ * The one answer of a login step (spec 3.1): `complete` — the provider has already sent its 303
+ * to `redirect_uri?code&state&iss`; `owes` — 200 `{authQueries}`, or for a browser form the page
+ * of what is owed: TOTP entry, TOTP enrollment, or what only the app can send.
+ */
+async function respond(ctx: Context, flow: LoginFlow, pending: PendingLogin, outcome: LoginOutcome) {
+  if (outcome.kind === 'complete') return;
+  if (!isHtmlForm(ctx)) return sendOwed(ctx, outcome.authQueries, outcome.challenges);
+  const mfa = outcome.authQueries.find((q) => q.typeId === 'MFA');
+  if (mfa?.isTotpEnrolled) renderTotpPage(ctx, pending.uid);
+  else if (mfa) await showEnrollment(ctx, flow, pending);
+  else renderOwedPage(ctx, outcome.authQueries);
+  setOwedHeaders(ctx, outcome.authQueries, outcome.challenges);
+}
+
+/** Runs a form step; a refusal shown on a page is rendered by `page` instead of the JSON envelope. */
+async function withPageErrors(
+  ctx: Context,
+  work: () => Promise<void>,
+  page: (status: number, error: string) => Promise<void> | void,
+): Promise<void> {
+  try {
+    await work();
+  } catch (err) {
+    if (!(isAppError(err) && PAGE_ERRORS.has(err.code) && isHtmlForm(ctx))) throw err;
+    for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
+    await page(err.status, err.message);
+  }
+}
+
+/**
+ * Every `/oidc/login/*` endpoint (spec 4.2, 3.1, 3.2; decisions.md §5), each: load the pending
+ * login, parse the input, run one step of the flow (oidc/login-flow.ts), `respond`.
+ * GET with `Accept: text/html` gives the pages; other GETs answer JSON.
  */
 export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): void {
+  const flow = oidc.login;
   const primaryLogins = primaryLoginsFor(deps);
-  if (deps.oidcFactors) oidcFactorRoutes(router, oidc, deps.oidcFactors);
+  const load = (ctx: Context, body?: Record<string, unknown>) =>
+    flow.loadPendingLogin(ctx, authRequestIdOf(ctx, body));
 
-  for (const { path, page, method } of PAGES) {
-    router.get(`/oidc/login/${path}`, async (ctx: Context) => {
-      const request = await oidc.login.loadAuthRequest(ctx, authRequestIdOf(ctx));
-      if (wantsHtml(ctx)) return renderLoginPage(ctx, page, request.uid);
-      ctx.body = { authRequestId: request.uid, method };
+  // Primary steps: GET shows the page (HTML for browsers, else `{authRequestId, method}`). Wrong
+  // credentials: 401 INVALID_AUTH and the auth request stays usable; a browser form gets the page
+  // again with the message.
+  for (const { path, page, method } of PRIMARY_LOGIN_PATHS) {
+    router.get(path, async (ctx: Context) => {
+      const pending = await load(ctx);
+      if (wantsHtml(ctx)) return renderLoginPage(ctx, page, pending.uid);
+      ctx.body = { authRequestId: pending.uid, method };
     });
 
-    router.post(`/oidc/login/${path}`, parseBody(), async (ctx: Context) => {
+    router.post(path, parseBody(), async (ctx: Context) => {
       const body = bodyOf(ctx);
-      const request: AuthRequest = await oidc.login.loadAuthRequest(ctx, authRequestIdOf(ctx, body));
-      const primary = Object.hasOwn(primaryLogins, method) ? primaryLogins[method] : undefined;
-      if (!primary) throw new AppError('NOT_FOUND', { message: `login method ${method} is not available` });
+      const pending = await load(ctx, body);
+      const check = Object.hasOwn(primaryLogins, method) ? primaryLogins[method] : undefined;
+      if (!check) throw new AppError('NOT_FOUND', { message: `login method ${method} is not available` });
       try {
-        const outcome = await oidc.login.primaryLogin(ctx, request, {
-          method,
-          configTypes: configTypesOf(body),
-          primary: () => primary(ctx),
-        });
-        await respond(ctx, deps, request, outcome);
+        const step = { name: method, configTypes: configTypesOf(body), check: () => check(ctx) };
+        await respond(ctx, flow, pending, await flow.advance(ctx, pending, step));
       } catch (err) {
-        if (!(isAppError(err) && err.code === 'INVALID_AUTH' && ctx.is('urlencoded') && wantsHtml(ctx)))
-          throw err;
-        renderLoginPage(ctx, page, request.uid, { status: 401, error: 'The credentials were not accepted.' });
+        if (!(isAppError(err) && err.code === 'INVALID_AUTH' && isHtmlForm(ctx))) throw err;
+        renderLoginPage(ctx, page, pending.uid, { status: 401, error: 'The credentials were not accepted.' });
       }
     });
   }
+
+  router.get(LOGIN_PATHS.authQueries, async (ctx: Context) => {
+    const owed = await flow.owed(await load(ctx));
+    sendOwed(ctx, owed.authQueries, owed.challenges);
+  });
+
+  router.get(LOGIN_PATHS.totp, async (ctx: Context) => {
+    const pending = await load(ctx);
+    const owed = await flow.owed(pending);
+    if (wantsHtml(ctx)) return renderTotpPage(ctx, pending.uid);
+    sendOwed(ctx, owed.authQueries, owed.challenges);
+  });
+
+  router.post(LOGIN_PATHS.totp, parseBody(), async (ctx: Context) => {
+    const body = bodyOf(ctx);
+    const pending = await load(ctx, body);
+    const step = { name: 'totp' as const, code: codeOf(body) };
+    await withPageErrors(
+      ctx,
+      async () => respond(ctx, flow, pending, await flow.advance(ctx, pending, step)),
+      (status, error) => renderTotpPage(ctx, pending.uid, { status, error }),
+    );
+  });
+
+  // TOTP enrollment mid-flow: show, start and abandon act on the pending login; verify is a step.
+  router.get(LOGIN_PATHS.totpEnroll, async (ctx: Context) => {
+    const pending = await load(ctx);
+    const owed = await flow.owedForEnrollment(pending);
+    if (wantsHtml(ctx)) return showEnrollment(ctx, flow, pending);
+    sendOwed(ctx, owed.authQueries, owed.challenges);
+  });
+
+  router.post(LOGIN_PATHS.totpEnroll, parseBody(), async (ctx: Context) => {
+    const pending = await load(ctx, bodyOf(ctx));
+    await withPageErrors(
+      ctx,
+      async () => {
+        const start = await flow.startEnrollment(pending);
+        if (isHtmlForm(ctx)) return showEnrollment(ctx, flow, pending, { start, status: 201 });
+        ctx.status = 201; // the spec 2.7 body, as it is
+        ctx.body = start;
+      },
+      (status, error) => showEnrollment(ctx, flow, pending, { status, error }),
+    );
+  });
+
+  router.delete(LOGIN_PATHS.totpEnroll, parseBody(), async (ctx: Context) => {
+    await flow.abandonEnrollment(await load(ctx, bodyOf(ctx)));
+    ctx.status = 200;
+    ctx.body = {};
+  });
+
+  router.post(LOGIN_PATHS.totpEnrollVerify, parseBody(), async (ctx: Context) => {
+    const body = bodyOf(ctx);
+    const pending = await load(ctx, body);
+    const step = { name: 'totp-enroll-verify' as const, code: codeOf(body) };
+    await withPageErrors(
+      ctx,
+      async () => respond(ctx, flow, pending, await flow.advance(ctx, pending, step)),
+      (status, error) => showEnrollment(ctx, flow, pending, { status, error }),
+    );
+  });
 }

@@ -2,12 +2,11 @@ import Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
 import { checkQuery } from '../middleware/check-input.js';
 import { oauthErrors } from '../middleware/oauth-errors.js';
+import { LOGIN_PREFIX } from '../oidc/login-paths.js';
 import { rateLimit } from '../middleware/rate-limit.js';
 import { oidcLoginRoutes } from './oidc-login-routes.js';
 import { oidcSessionRoutes } from './oidc-session-routes.js';
 import type { RouteDeps } from './route-deps.js';
-
-const LOGIN_PREFIX = '/oidc/login';
 
 const isLoginPath = (path: string) => path === LOGIN_PREFIX || path.startsWith(`${LOGIN_PREFIX}/`);
 

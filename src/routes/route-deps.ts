@@ -13,7 +13,6 @@ import type { CaService } from '../services/ca-service.js';
 import type { CertMethod } from '../services/auth/cert-method.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { Oidc } from '../oidc/create-oidc.js';
-import type { FactorSteps } from '../oidc/factor-steps.js';
 
 /** What route modules may use: services, never repositories. */
 export interface RouteDeps {
@@ -39,8 +38,6 @@ export interface RouteDeps {
   authorizationLimiter: RateLimiter;
   /** The OIDC provider, login flow, token verifier and signing keys (engineer D); absent without `edge`. */
   oidc?: Oidc;
-  /** Second-factor steps of the OIDC login: TOTP, enrollment, auth queries (engineer F); with `oidc`. */
-  oidcFactors?: FactorSteps;
   /** Loads one identity by id for `current-identity` and friends. */
   findIdentity: (
     id: string,

@@ -35,7 +35,6 @@ import { createSignerCache } from './auth/signer-cache.js';
 import { externalJwtSignersRepository } from '../repositories/external-jwt-signers-repository.js';
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import { createSecondFactors } from '../oidc/second-factors.js';
-import { createFactorSteps } from '../oidc/factor-steps.js';
 
 export interface ServiceDeps {
   config: Config;
@@ -146,20 +145,14 @@ export async function createServices({ config, database, box, pki, logger }: Ser
         revocationState,
         identityContext,
         findIdentity: routeDeps.findIdentity,
-        outstandingFactors: secondFactors.outstandingFactors,
+        findPolicy: (id) => authPoliciesRepository.findById(knex, id),
+        factors: secondFactors,
+        totp,
       })
     : undefined;
   if (oidcProvider) {
     principals.bearer = oidcProvider.verifier.bearer;
     routeDeps.oidc = oidcProvider;
-    // The second-factor steps of the OIDC login (issue 5; engineer F).
-    routeDeps.oidcFactors = createFactorSteps({
-      login: oidcProvider.login,
-      factors: secondFactors,
-      totp,
-      findIdentity: routeDeps.findIdentity,
-      findPolicy: (id) => authPoliciesRepository.findById(knex, id),
-    });
   }
 
   const stopJanitor = startJanitor(knex, logger);
