@@ -25,9 +25,9 @@ export function sendEmpty(ctx: Context): void {
 export function sendList(
   ctx: Context,
   items: unknown[],
-  page: { limit: number; offset: number; totalCount: number },
+  pagination: { limit: number; offset: number; totalCount: number },
 ): void {
-  sendData(ctx, items, 200, { pagination: page });
+  sendData(ctx, items, 200, { pagination });
 }
 
 /** The one writer of the Edge error envelope, its challenges and headers. */

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { inTransaction } from '../db/transaction.js';
 import type { Db } from '../db/create-database.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
@@ -48,7 +49,7 @@ export function createOidcSessions({
     /** One transaction: the API session row (id = z_asid) and the facts of the grant. */
     async start(grantId: string, facts: LoginFacts): Promise<void> {
       const expiresAt = new Date(now().getTime() + maxSessionSeconds * 1000);
-      await knex.transaction(async (trx) => {
+      await inTransaction(knex, async (trx) => {
         await apiSessionsRepository.insert(trx, {
           id: facts.apiSessionId,
           identityId: facts.accountId,
@@ -85,19 +86,21 @@ export function createOidcSessions({
     async endGrant(grantId: string): Promise<void> {
       const stored = await oidcPayloadsRepository.find(knex, MODEL, grantId, now());
       const apiSessionId = (stored?.payload as { apiSessionId?: string } | undefined)?.apiSessionId;
-      await knex.transaction((trx) => endGrantIn(trx, grantId, apiSessionId));
-      await revocations.afterCommit();
+      await inTransaction(knex, async (trx, afterCommit) => {
+        await endGrantIn(trx, grantId, apiSessionId);
+        afterCommit(revocations.afterCommit);
+      });
     },
 
     /** end_session: the API session named by an ID token ends, and with it its grant's tokens. */
     async endApiSession(apiSessionId: string): Promise<void> {
       const stored = await oidcPayloadsRepository.findByUid(knex, MODEL, apiSessionId, now());
       const grantId = stored ? grantIdOf(stored) : undefined;
-      await knex.transaction(async (trx) => {
+      await inTransaction(knex, async (trx, afterCommit) => {
         if (grantId) await endGrantIn(trx, grantId, apiSessionId);
         else await revocations.revokeApiSession(trx, apiSessionId);
+        afterCommit(revocations.afterCommit);
       });
-      await revocations.afterCommit();
     },
 
     /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go. */

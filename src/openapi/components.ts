@@ -1,5 +1,5 @@
 import { errorCatalog } from '../errors/error-catalog.js';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../repositories/list-query.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../schemas/list-query.js';
 import { int, obj, ref, str, type JsonSchema } from './json-schema.js';
 import { requestSchemas } from './request-schemas.js';
 import { resourceSchemas } from './resource-schemas.js';

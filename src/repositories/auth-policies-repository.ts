@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { runListQuery, type ListQuery } from './list-query.js';
+import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export interface AuthPolicy {
   id: string;
@@ -44,21 +44,6 @@ interface AuthPolicyRow {
 }
 
 export const DEFAULT_POLICY_ID = 'default';
-
-export const authPolicyListFields = {
-  id: { column: 'id', type: 'string' },
-  name: { column: 'name', type: 'string' },
-  createdAt: { column: 'created_at', type: 'datetime' },
-  updatedAt: { column: 'updated_at', type: 'datetime' },
-} as const;
-
-/** Named constraints the policy service maps to 404/409. */
-export const policyConstraints = {
-  nameUnique: 'auth_policies__name_unique',
-  identityFk: 'identities__auth_policy_id_fk',
-  secondarySignerFk: 'auth_policies__secondary_require_ext_jwt_signer_id_fk',
-  allowedSignerFk: 'auth_policy_allowed_signers__signer_id_fk',
-} as const;
 
 const toPolicy = (r: AuthPolicyRow, allowedSigners: string[]): AuthPolicy => ({
   id: r.id,
@@ -139,9 +124,9 @@ export const authPoliciesRepository = {
   },
 
   /** One page of policies for a list query, with the total count. */
-  async list(db: Db, q: ListQuery): Promise<{ items: AuthPolicy[]; totalCount: number }> {
-    const { rows, totalCount } = await runListQuery<AuthPolicyRow>(db('auth_policies').select('*'), q, 'id');
-    return { items: await authPoliciesRepository.hydrate(db, rows), totalCount };
+  async list(db: Db, q: ListQuery): Promise<ListPage<AuthPolicy>> {
+    const page = await runListQuery<AuthPolicyRow>(db('auth_policies').select('*'), q, 'id');
+    return mapPage(page, (rows) => authPoliciesRepository.hydrate(db, rows));
   },
 
   /** Writes the policy and its allowed signers; run inside a transaction. */

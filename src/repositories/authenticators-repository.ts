@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { runListQuery, type ListQuery } from './list-query.js';
+import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export type AuthenticatorMethod = 'updb' | 'cert';
 
@@ -30,15 +30,6 @@ interface AuthenticatorRow {
   created_at: Date;
   updated_at: Date;
 }
-
-export const authenticatorListFields = {
-  id: { column: 'id', type: 'string' },
-  identityId: { column: 'identity_id', type: 'string' },
-  method: { column: 'method', type: 'string' },
-  username: { column: 'username', type: 'string' },
-  fingerprint: { column: 'cert_fingerprint', type: 'string' },
-  createdAt: { column: 'created_at', type: 'datetime' },
-} as const;
 
 export const toAuthenticator = (r: AuthenticatorRow): Authenticator => ({
   id: r.id,
@@ -107,13 +98,9 @@ export const authenticatorsRepository = {
     return rows.map(toAuthenticator);
   },
 
-  async list(db: Db, q: ListQuery): Promise<{ items: Authenticator[]; totalCount: number }> {
-    const { rows, totalCount } = await runListQuery<AuthenticatorRow>(
-      db('authenticators').select('*'),
-      q,
-      'id',
-    );
-    return { items: rows.map(toAuthenticator), totalCount };
+  async list(db: Db, q: ListQuery): Promise<ListPage<Authenticator>> {
+    const page = await runListQuery<AuthenticatorRow>(db('authenticators').select('*'), q, 'id');
+    return mapPage(page, (rows) => rows.map(toAuthenticator));
   },
 
   async setPassword(db: Db, id: string, passwordHash: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { runListQuery, type ListQuery } from './list-query.js';
+import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 /** A registered 3rd-party CA. */
 export interface Ca {
@@ -52,18 +52,6 @@ interface CaRow {
   created_at: Date;
   updated_at: Date;
 }
-
-export const caListFields = {
-  id: { column: 'id', type: 'string' },
-  name: { column: 'name', type: 'string' },
-  fingerprint: { column: 'fingerprint', type: 'string' },
-  isAuthEnabled: { column: 'is_auth_enabled', type: 'boolean' },
-  isOttCaEnrollmentEnabled: { column: 'is_ott_ca_enrollment_enabled', type: 'boolean' },
-  isAutoCaEnrollmentEnabled: { column: 'is_auto_ca_enrollment_enabled', type: 'boolean' },
-  isVerified: { column: 'is_verified', type: 'boolean' },
-  createdAt: { column: 'created_at', type: 'datetime' },
-  updatedAt: { column: 'updated_at', type: 'datetime' },
-} as const;
 
 export const toCa = (r: CaRow): Ca => ({
   id: r.id,
@@ -144,9 +132,9 @@ export const casRepository = {
   },
 
   /** One page of CAs for a list query, with the total count. */
-  async page(db: Db, q: ListQuery): Promise<{ items: Ca[]; totalCount: number }> {
-    const { rows, totalCount } = await runListQuery<CaRow>(db('cas').select('*'), q, 'id');
-    return { items: rows.map(toCa), totalCount };
+  async list(db: Db, q: ListQuery): Promise<ListPage<Ca>> {
+    const page = await runListQuery<CaRow>(db('cas').select('*'), q, 'id');
+    return mapPage(page, (rows) => rows.map(toCa));
   },
 
   /** CAs that may authenticate anyone: verified and auth-enabled. */

@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { runListQuery, type ListQuery } from './list-query.js';
+import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export type EnrollmentMethod = 'ott' | 'ottca' | 'updb';
 
@@ -28,14 +28,6 @@ interface EnrollmentRow {
   expires_at: Date;
   created_at: Date;
 }
-
-export const enrollmentListFields = {
-  id: { column: 'id', type: 'string' },
-  identityId: { column: 'identity_id', type: 'string' },
-  method: { column: 'method', type: 'string' },
-  expiresAt: { column: 'expires_at', type: 'datetime' },
-  createdAt: { column: 'created_at', type: 'datetime' },
-} as const;
 
 export const toEnrollment = (r: EnrollmentRow): Enrollment => ({
   id: r.id,
@@ -97,9 +89,9 @@ export const enrollmentsRepository = {
     return row && toEnrollment(row);
   },
 
-  async list(db: Db, q: ListQuery): Promise<{ items: Enrollment[]; totalCount: number }> {
-    const { rows, totalCount } = await runListQuery<EnrollmentRow>(db('enrollments').select('*'), q, 'id');
-    return { items: rows.map(toEnrollment), totalCount };
+  async list(db: Db, q: ListQuery): Promise<ListPage<Enrollment>> {
+    const page = await runListQuery<EnrollmentRow>(db('enrollments').select('*'), q, 'id');
+    return mapPage(page, (rows) => rows.map(toEnrollment));
   },
 
   async listForIdentity(db: Db, identityId: string): Promise<Enrollment[]> {

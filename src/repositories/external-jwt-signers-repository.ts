@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { runListQuery, type ListQuery } from './list-query.js';
+import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 /** An external JWT signer. */
 export interface ExternalJwtSigner {
@@ -39,20 +39,6 @@ interface SignerRow {
   created_at: Date;
   updated_at: Date;
 }
-
-export const signerListFields = {
-  id: { column: 'id', type: 'string' },
-  name: { column: 'name', type: 'string' },
-  issuer: { column: 'issuer', type: 'string' },
-  enabled: { column: 'enabled', type: 'boolean' },
-  createdAt: { column: 'created_at', type: 'datetime' },
-  updatedAt: { column: 'updated_at', type: 'datetime' },
-} as const;
-
-export const signerConstraints = {
-  nameUnique: 'external_jwt_signers__name_unique',
-  issuerUnique: 'external_jwt_signers__issuer_unique',
-} as const;
 
 export const toSigner = (r: SignerRow): ExternalJwtSigner => ({
   id: r.id,
@@ -122,15 +108,11 @@ export const externalJwtSignersRepository = {
   },
 
   /** One page of signers for a list query; `onlyEnabled` for the client API. */
-  async list(
-    db: Db,
-    q: ListQuery,
-    onlyEnabled = false,
-  ): Promise<{ items: ExternalJwtSigner[]; totalCount: number }> {
+  async list(db: Db, q: ListQuery, onlyEnabled = false): Promise<ListPage<ExternalJwtSigner>> {
     const qb = db('external_jwt_signers').select('*');
     if (onlyEnabled) qb.where({ enabled: true });
-    const { rows, totalCount } = await runListQuery<SignerRow>(qb, q, 'id');
-    return { items: rows.map(toSigner), totalCount };
+    const page = await runListQuery<SignerRow>(qb, q, 'id');
+    return mapPage(page, (rows) => rows.map(toSigner));
   },
 
   async listEnabled(db: Db): Promise<ExternalJwtSigner[]> {

@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { runListQuery, type ListQuery } from './list-query.js';
+import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export type IdentityType = 'User' | 'Device' | 'Service' | 'Default';
 
@@ -34,20 +34,6 @@ interface IdentityRow {
   created_at: Date;
   updated_at: Date;
 }
-
-/** API field → column, for list filters and sorting. */
-export const identityListFields = {
-  id: { column: 'id', type: 'string' },
-  name: { column: 'name', type: 'string' },
-  type: { column: 'type', type: 'string' },
-  isAdmin: { column: 'is_admin', type: 'boolean' },
-  isDefaultAdmin: { column: 'is_default_admin', type: 'boolean' },
-  externalId: { column: 'external_id', type: 'string' },
-  authPolicyId: { column: 'auth_policy_id', type: 'string' },
-  disabled: { column: 'disabled', type: 'boolean' },
-  createdAt: { column: 'created_at', type: 'datetime' },
-  updatedAt: { column: 'updated_at', type: 'datetime' },
-} as const;
 
 export const toIdentity = (r: IdentityRow): Identity => ({
   id: r.id,
@@ -129,9 +115,9 @@ export const identitiesRepository = {
   },
 
   /** One page of a list query over identities, ties broken by id. */
-  async list(db: Db, q: ListQuery): Promise<{ items: Identity[]; totalCount: number }> {
-    const { rows, totalCount } = await runListQuery<IdentityRow>(db('identities').select('*'), q, 'id');
-    return { items: rows.map(toIdentity), totalCount };
+  async list(db: Db, q: ListQuery): Promise<ListPage<Identity>> {
+    const page = await runListQuery<IdentityRow>(db('identities').select('*'), q, 'id');
+    return mapPage(page, (rows) => rows.map(toIdentity));
   },
 
   async findByExternalId(db: Db, externalId: string): Promise<Identity | undefined> {

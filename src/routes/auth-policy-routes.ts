@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { sendCreated, sendData, sendEmpty, sendList } from '../errors/envelope.js';
 import { authenticate } from '../middleware/authenticate.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
-import { policyCreateSchema, policyPatchSchema } from '../schemas/policy-schemas.js';
+import { parsePolicyList, policyCreateSchema, policyPatchSchema } from '../schemas/policy-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
@@ -14,8 +14,8 @@ export function authPolicyRoutes(router: Router, deps: RouteDeps): void {
   const policies = deps.policies;
 
   router.get('/auth-policies', admin, async (ctx: Context) => {
-    const { items, page } = await policies.list(ctx.query);
-    sendList(ctx, items, page);
+    const page = await policies.list(parsePolicyList(ctx.query));
+    sendList(ctx, page.items, page.pagination);
   });
 
   router.post('/auth-policies', admin, parseBody(), async (ctx: Context) => {

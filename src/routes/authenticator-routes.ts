@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import { sendData, sendEmpty, sendList } from '../errors/envelope.js';
 import { authenticate } from '../middleware/authenticate.js';
 import { parseBody } from '../middleware/parse-body.js';
+import { parseAuthenticatorList } from '../schemas/authenticator-schemas.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
 
@@ -12,7 +13,7 @@ export function authenticatorRoutes(router: Router, deps: RouteDeps): void {
   const authenticators = deps.authenticators;
 
   router.get('/authenticators', admin, async (ctx: Context) => {
-    const page = await authenticators.list(ctx.query);
+    const page = await authenticators.list(parseAuthenticatorList(ctx.query));
     sendList(ctx, page.items, page.pagination);
   });
 

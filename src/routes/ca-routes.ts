@@ -4,7 +4,7 @@ import { AppError, validationError } from '../errors/app-error.js';
 import { sendCreated, sendData, sendEmpty, sendList } from '../errors/envelope.js';
 import { authenticate } from '../middleware/authenticate.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
-import { caCreateSchema, caReplaceSchema, caUpdateSchema } from '../schemas/ca-schemas.js';
+import { caCreateSchema, caReplaceSchema, caUpdateSchema, parseCaList } from '../schemas/ca-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
@@ -29,8 +29,8 @@ export function caRoutes(router: Router, deps: RouteDeps): void {
   const cas = deps.cas;
 
   router.get('/cas', admin, async (ctx: Context) => {
-    const { items, page } = await cas.list(ctx.query);
-    sendList(ctx, items, page);
+    const page = await cas.list(parseCaList(ctx.query));
+    sendList(ctx, page.items, page.pagination);
   });
 
   router.post('/cas', admin, parseBody(), async (ctx: Context) => {

@@ -3,7 +3,11 @@ import type { Context } from 'koa';
 import { sendCreated, sendData, sendEmpty, sendList } from '../errors/envelope.js';
 import { authenticate } from '../middleware/authenticate.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
-import { enrollmentCreateSchema, enrollmentRefreshSchema } from '../schemas/enrollment-schemas.js';
+import {
+  enrollmentCreateSchema,
+  enrollmentRefreshSchema,
+  parseEnrollmentList,
+} from '../schemas/enrollment-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
@@ -14,7 +18,7 @@ export function enrollmentRoutes(router: Router, deps: RouteDeps): void {
   const enrollments = deps.enrollments;
 
   router.get('/enrollments', admin, async (ctx: Context) => {
-    const page = await enrollments.list(ctx.query);
+    const page = await enrollments.list(parseEnrollmentList(ctx.query));
     sendList(ctx, page.items, page.pagination);
   });
 

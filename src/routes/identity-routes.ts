@@ -8,6 +8,7 @@ import {
   identityDisableSchema,
   identityPatchSchema,
   identityReplaceSchema,
+  parseIdentityList,
 } from '../schemas/identity-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import { pathId } from './path-id.js';
@@ -19,7 +20,7 @@ export function identityRoutes(router: Router, deps: RouteDeps): void {
   const identities = deps.identities;
 
   router.get('/identities', admin, async (ctx: Context) => {
-    const page = await identities.list(ctx.query);
+    const page = await identities.list(parseIdentityList(ctx.query));
     sendList(ctx, page.items, page.pagination);
   });
 

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { sendCreated, sendData, sendEmpty, sendList } from '../errors/envelope.js';
 import { authenticate } from '../middleware/authenticate.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
-import { signerCreateSchema, signerPatchSchema } from '../schemas/signer-schemas.js';
+import { parseSignerList, signerCreateSchema, signerPatchSchema } from '../schemas/signer-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import { publicSignerView, signerView } from '../services/signer-service.js';
 import { pathId } from './path-id.js';
@@ -15,8 +15,8 @@ export function signerRoutes(router: Router, deps: RouteDeps): void {
   const signers = deps.signers;
 
   router.get('/external-jwt-signers', admin, async (ctx: Context) => {
-    const { items, page } = await signers.list(ctx.query);
-    sendList(ctx, items.map(signerView), page);
+    const page = await signers.list(parseSignerList(ctx.query));
+    sendList(ctx, page.items.map(signerView), page.pagination);
   });
 
   router.post('/external-jwt-signers', admin, parseBody(), async (ctx: Context) => {
@@ -50,7 +50,7 @@ export function signerRoutes(router: Router, deps: RouteDeps): void {
  */
 export function publicSignerRoutes(router: Router, deps: RouteDeps): void {
   router.get('/external-jwt-signers', async (ctx: Context) => {
-    const { items, page } = await deps.signers.list(ctx.query, true);
-    sendList(ctx, items.map(publicSignerView), page);
+    const page = await deps.signers.list(parseSignerList(ctx.query), true);
+    sendList(ctx, page.items.map(publicSignerView), page.pagination);
   });
 }

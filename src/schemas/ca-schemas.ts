@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { booleanField, nonEmpty, stringList, text } from './schema-fields.js';
+import type { ListFields } from './list-filter.js';
+import { listQueryParser } from './list-query.js';
 
 /** 3rd-party CA bodies. The certificate is fixed at creation. */
 const flags = {
@@ -28,3 +30,18 @@ export const caReplaceSchema = caUpdateSchema.extend({ name: nonEmpty(255) });
 
 export type CaCreateInput = z.output<typeof caCreateSchema>;
 export type CaUpdateInput = z.output<typeof caUpdateSchema>;
+
+/** API field → column, for list filters and sorting. */
+export const caListFields = {
+  id: { column: 'id', type: 'string' },
+  name: { column: 'name', type: 'string' },
+  fingerprint: { column: 'fingerprint', type: 'string' },
+  isAuthEnabled: { column: 'is_auth_enabled', type: 'boolean' },
+  isOttCaEnrollmentEnabled: { column: 'is_ott_ca_enrollment_enabled', type: 'boolean' },
+  isAutoCaEnrollmentEnabled: { column: 'is_auto_ca_enrollment_enabled', type: 'boolean' },
+  isVerified: { column: 'is_verified', type: 'boolean' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+  updatedAt: { column: 'updated_at', type: 'datetime' },
+} satisfies ListFields;
+
+export const parseCaList = listQueryParser(caListFields, 'name');

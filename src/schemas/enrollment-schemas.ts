@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { text, username } from './identity-schemas.js';
+import type { ListFields } from './list-filter.js';
+import { listQueryParser } from './list-query.js';
 
 /** Request bodies of `/enrollments` (management) and `/enroll/*` (client). */
 
@@ -50,3 +52,14 @@ export const enrollOttSchema = z.object({
 export const enrollCaSchema = z.object({ name: text(255).optional() });
 
 export type EnrollmentCreateInput = z.output<typeof enrollmentCreateSchema>;
+
+/** API field → column, for list filters and sorting. */
+export const enrollmentListFields = {
+  id: { column: 'id', type: 'string' },
+  identityId: { column: 'identity_id', type: 'string' },
+  method: { column: 'method', type: 'string' },
+  expiresAt: { column: 'expires_at', type: 'datetime' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+} satisfies ListFields;
+
+export const parseEnrollmentList = listQueryParser(enrollmentListFields, 'createdAt asc');

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { ListFields } from './list-filter.js';
+import { listQueryParser } from './list-query.js';
 
 /**
  * Request bodies of the identity endpoints. Bodies may be JSON or form-encoded,
@@ -112,3 +114,19 @@ export type IdentityCreateInput = z.output<typeof identityCreateSchema>;
 export type IdentityReplaceInput = z.output<typeof identityReplaceSchema>;
 export type IdentityPatchInput = z.output<typeof identityPatchSchema>;
 export type EnrollmentRequest = NonNullable<IdentityCreateInput['enrollment']>;
+
+/** API field → column, for list filters and sorting. */
+export const identityListFields = {
+  id: { column: 'id', type: 'string' },
+  name: { column: 'name', type: 'string' },
+  type: { column: 'type', type: 'string' },
+  isAdmin: { column: 'is_admin', type: 'boolean' },
+  isDefaultAdmin: { column: 'is_default_admin', type: 'boolean' },
+  externalId: { column: 'external_id', type: 'string' },
+  authPolicyId: { column: 'auth_policy_id', type: 'string' },
+  disabled: { column: 'disabled', type: 'boolean' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+  updatedAt: { column: 'updated_at', type: 'datetime' },
+} satisfies ListFields;
+
+export const parseIdentityList = listQueryParser(identityListFields, 'name asc');

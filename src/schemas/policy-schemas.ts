@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { booleanField, boundedInt, idRef, nonEmpty, stringList } from './schema-fields.js';
+import type { ListFields } from './list-filter.js';
+import { listQueryParser } from './list-query.js';
 
 /**
  * Auth policy bodies. Every member is optional here: create and PUT fill the
@@ -64,3 +66,13 @@ export const policyPatchSchema = z.object({ name: nonEmpty(255).optional(), ...m
 
 /** What create, PUT and PATCH hand the service: a partial policy. */
 export type PolicyPatch = z.output<typeof policyPatchSchema>;
+
+/** API field → column, for list filters and sorting. */
+export const authPolicyListFields = {
+  id: { column: 'id', type: 'string' },
+  name: { column: 'name', type: 'string' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+  updatedAt: { column: 'updated_at', type: 'datetime' },
+} satisfies ListFields;
+
+export const parsePolicyList = listQueryParser(authPolicyListFields, 'name');

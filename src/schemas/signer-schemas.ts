@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { booleanField, nonEmpty, optionalText, optionalUrl, stringList } from './schema-fields.js';
+import type { ListFields } from './list-filter.js';
+import { listQueryParser } from './list-query.js';
 
 /**
  * External JWT signer bodies. All members optional here; the service fills
@@ -29,3 +31,15 @@ export const signerCreateSchema = signerPatchSchema.extend({
 });
 
 export type SignerPatch = z.output<typeof signerPatchSchema>;
+
+/** API field → column, for list filters and sorting. */
+export const signerListFields = {
+  id: { column: 'id', type: 'string' },
+  name: { column: 'name', type: 'string' },
+  issuer: { column: 'issuer', type: 'string' },
+  enabled: { column: 'enabled', type: 'boolean' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+  updatedAt: { column: 'updated_at', type: 'datetime' },
+} satisfies ListFields;
+
+export const parseSignerList = listQueryParser(signerListFields, 'name');

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { inTransaction } from '../db/transaction.js';
 import type { Knex } from 'knex';
 import { hashPassword } from '../crypto/passwords.js';
 import { newId } from '../crypto/random.js';
@@ -24,7 +25,7 @@ export async function ensureFirstAdmin(
   username: string,
   password?: string,
 ): Promise<BootstrapResult> {
-  return knex.transaction(async (trx) => {
+  return inTransaction(knex, async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(?)', [ADMIN_LOCK_KEY.toString()]);
     if (await identitiesRepository.hasAdmin(trx)) return { created: false, username };
     const generatedPassword = password ? undefined : randomBytes(18).toString('base64url');

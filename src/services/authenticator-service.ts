@@ -1,11 +1,7 @@
 import type { Knex } from 'knex';
+import { mapPage, type ListQuery } from '../db/list-query.js';
 import { AppError } from '../errors/app-error.js';
-import { parseListQuery } from '../repositories/list-query.js';
-import {
-  authenticatorListFields,
-  authenticatorsRepository,
-  type Authenticator,
-} from '../repositories/authenticators-repository.js';
+import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
 
 /** What the management API shows of an authenticator: never the password hash. */
 export function authenticatorView(a: Authenticator) {
@@ -25,13 +21,8 @@ export function authenticatorView(a: Authenticator) {
 /** `/authenticators`: list, detail, delete. */
 export function createAuthenticatorService({ knex }: { knex: Knex }) {
   return {
-    async list(query: Record<string, unknown>) {
-      const q = parseListQuery(query, authenticatorListFields, 'createdAt asc');
-      const { items, totalCount } = await authenticatorsRepository.list(knex, q);
-      return {
-        items: items.map(authenticatorView),
-        pagination: { limit: q.limit, offset: q.offset, totalCount },
-      };
+    async list(q: ListQuery) {
+      return mapPage(await authenticatorsRepository.list(knex, q), (items) => items.map(authenticatorView));
     },
 
     async get(id: string) {

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../db/db-errors.js';
+import { withConstraintErrors } from '../db/constraint-errors.js';
 import { AppError, validationError } from '../errors/app-error.js';
 import {
   CertificateError,
@@ -12,7 +13,6 @@ import { newId } from '../crypto/random.js';
 import { authenticatorsRepository } from '../repositories/authenticators-repository.js';
 import { casRepository, type Ca } from '../repositories/cas-repository.js';
 import { identitiesRepository, roleAttributesRepository } from '../repositories/identities-repository.js';
-import { withConstraintErrors } from './constraint-errors.js';
 import { firstFreeName, formatIdentityName, suffixWidth } from './identity-name-format.js';
 
 export interface CaAutoEnrollmentDeps {
@@ -114,6 +114,7 @@ export function createCaAutoEnrollment({ knex, now = () => new Date() }: CaAutoE
           caId: ca.id,
         });
       });
+    // Each attempt is its own transaction: a lost race for the name aborts the one it ran in.
     await withConstraintErrors(async () => {
       for (let attempt = 1; ; attempt += 1) {
         try {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
+import { mapPage, type ListQuery } from '../db/list-query.js';
 import { AppError, validationError } from '../errors/app-error.js';
-import { isUniqueViolation } from '../db/db-errors.js';
+import { inTransaction } from '../db/transaction.js';
 import { constantTimeEqual, newId, newToken } from '../crypto/random.js';
 import {
   CertificateError,
@@ -9,8 +10,7 @@ import {
   singleCertificatePem,
   type ParsedCertificate,
 } from '../crypto/certificates.js';
-import { casRepository, caListFields, type Ca, type CaChanges } from '../repositories/cas-repository.js';
-import { parseListQuery } from '../repositories/list-query.js';
+import { casRepository, type Ca, type CaChanges } from '../repositories/cas-repository.js';
 import type { CaCreateInput, CaUpdateInput } from '../schemas/ca-schemas.js';
 import { DEFAULT_IDENTITY_NAME_FORMAT } from './identity-name-format.js';
 
@@ -50,36 +50,14 @@ function parseOne(pem: string, field: string): { pem: string; cert: ParsedCertif
 
 const notFound = () => new AppError('NOT_FOUND', { message: 'no CA with this id' });
 
-function mapWriteError(err: unknown): never {
-  if (isUniqueViolation(err, 'cas__name_unique')) {
-    throw new AppError('CONFLICT', { cause: { field: 'name', reason: 'a CA with this name exists' } });
-  }
-  if (isUniqueViolation(err, 'cas__fingerprint_unique')) {
-    throw new AppError('CONFLICT', {
-      cause: { field: 'certPem', reason: 'this CA certificate is registered' },
-    });
-  }
-  throw err;
-}
-
 const changesOf = (input: CaUpdateInput): CaChanges =>
   Object.fromEntries(Object.entries(input).filter(([k, v]) => v !== undefined && k !== 'certPem'));
 
 /** 3rd-party CAs (decisions.md §3): registered, then proven by a certificate naming the token. */
 export function createCaService({ knex, now = () => new Date() }: CaServiceDeps) {
-  async function write<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (err) {
-      mapWriteError(err);
-    }
-  }
-
   return {
-    async list(query: Record<string, unknown>) {
-      const q = parseListQuery(query, caListFields, 'name');
-      const { items, totalCount } = await casRepository.page(knex, q);
-      return { items: items.map(caView), page: { limit: q.limit, offset: q.offset, totalCount } };
+    async list(q: ListQuery) {
+      return mapPage(await casRepository.list(knex, q), (items) => items.map(caView));
     },
 
     async get(id: string) {
@@ -93,8 +71,8 @@ export function createCaService({ knex, now = () => new Date() }: CaServiceDeps)
       if (!cert.isCa) throw validationError('certPem', 'must be a CA certificate (basicConstraints cA)');
       if (cert.notAfter < now()) throw validationError('certPem', 'the CA certificate has expired');
       const id = newId();
-      await write(() =>
-        casRepository.insert(knex, {
+      await inTransaction(knex, (trx) =>
+        casRepository.insert(trx, {
           id,
           name: input.name,
           certPem: pem,
@@ -130,7 +108,9 @@ export function createCaService({ knex, now = () => new Date() }: CaServiceDeps)
             identityNameFormat: DEFAULT_IDENTITY_NAME_FORMAT,
           }
         : {};
-      const updated = await write(() => casRepository.update(knex, id, { ...defaults, ...changesOf(input) }));
+      const updated = await inTransaction(knex, (trx) =>
+        casRepository.update(trx, id, { ...defaults, ...changesOf(input) }),
+      );
       if (!updated) throw notFound();
     },
 

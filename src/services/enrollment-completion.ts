@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { inTransaction } from '../db/transaction.js';
 import { AppError, validationError } from '../errors/app-error.js';
 import { certFingerprint, parseCertificate, verifyChain, CertificateError } from '../crypto/certificates.js';
 import { hashPassword } from '../crypto/passwords.js';
@@ -18,7 +19,6 @@ import {
   type EnrollmentMethod,
 } from '../repositories/enrollments-repository.js';
 import { createCaAutoEnrollment } from './ca-auto-enrollment.js';
-import { withConstraintErrors } from './constraint-errors.js';
 import type { EnrollmentTokens } from './enrollment-tokens.js';
 import { passwordRuleViolation } from './password-rules.js';
 import type { PkiMaterial } from './pki-service.js';
@@ -59,21 +59,19 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
   }
 
   async function consumeInto(e: Pending, credential: Credential): Promise<void> {
-    await withConstraintErrors(() =>
-      knex.transaction(async (trx) => {
-        const consumed = await enrollmentsRepository.consume(trx, e.tokenHash, {
-          method: e.method,
-          validAt: now(),
-        });
-        if (!consumed) throw new AppError('INVALID_ENROLLMENT_TOKEN');
-        await authenticatorsRepository.insert(trx, {
-          id: newId(),
-          identityId: consumed.identityId,
-          method: e.method === 'updb' ? 'updb' : 'cert',
-          ...credential,
-        });
-      }),
-    );
+    await inTransaction(knex, async (trx) => {
+      const consumed = await enrollmentsRepository.consume(trx, e.tokenHash, {
+        method: e.method,
+        validAt: now(),
+      });
+      if (!consumed) throw new AppError('INVALID_ENROLLMENT_TOKEN');
+      await authenticatorsRepository.insert(trx, {
+        id: newId(),
+        identityId: consumed.identityId,
+        method: e.method === 'updb' ? 'updb' : 'cert',
+        ...credential,
+      });
+    });
   }
 
   async function passwordRulesOf(identityId: string) {

@@ -1,19 +1,18 @@
 import type { Knex } from 'knex';
+import { mapPage, type ListQuery } from '../db/list-query.js';
 import type { Db } from '../db/create-database.js';
+import { inTransaction } from '../db/transaction.js';
 import { AppError, validationError } from '../errors/app-error.js';
 import { newId, newToken } from '../crypto/random.js';
-import { parseListQuery } from '../repositories/list-query.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
 import { authenticatorsRepository } from '../repositories/authenticators-repository.js';
 import { casRepository } from '../repositories/cas-repository.js';
 import {
-  enrollmentListFields,
   enrollmentsRepository,
   type Enrollment,
   type EnrollmentMethod,
 } from '../repositories/enrollments-repository.js';
 import type { EnrollmentCreateInput } from '../schemas/enrollment-schemas.js';
-import { withConstraintErrors } from './constraint-errors.js';
 import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
 
 export interface EnrollmentServiceDeps {
@@ -121,23 +120,16 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
     addInTransaction,
 
     async create(input: EnrollmentCreateInput): Promise<Enrollment> {
-      return withConstraintErrors(() =>
-        knex.transaction(async (trx) => {
-          // The row lock orders this against other enrollments and deletion of the same identity.
-          const identity = await identitiesRepository.findByIdForUpdate(trx, input.identityId);
-          if (!identity) throw notFound('identityId', 'no such identity');
-          return addInTransaction(trx, input);
-        }),
-      );
+      return inTransaction(knex, async (trx) => {
+        // The row lock orders this against other enrollments and deletion of the same identity.
+        const identity = await identitiesRepository.findByIdForUpdate(trx, input.identityId);
+        if (!identity) throw notFound('identityId', 'no such identity');
+        return addInTransaction(trx, input);
+      });
     },
 
-    async list(query: Record<string, unknown>) {
-      const q = parseListQuery(query, enrollmentListFields, 'createdAt asc');
-      const { items, totalCount } = await enrollmentsRepository.list(knex, q);
-      return {
-        items: await Promise.all(items.map(view)),
-        pagination: { limit: q.limit, offset: q.offset, totalCount },
-      };
+    async list(q: ListQuery) {
+      return mapPage(await enrollmentsRepository.list(knex, q), (items) => Promise.all(items.map(view)));
     },
 
     async get(id: string) {

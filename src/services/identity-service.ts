@@ -1,14 +1,14 @@
 import type { Knex } from 'knex';
+import { mapPage, type ListQuery } from '../db/list-query.js';
 import type { Db } from '../db/create-database.js';
+import { inTransaction } from '../db/transaction.js';
 import { AppError, validationError } from '../errors/app-error.js';
 import { newId } from '../crypto/random.js';
-import { parseListQuery } from '../repositories/list-query.js';
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
 import { mfaRecoveryCodesRepository } from '../repositories/mfa-recovery-codes-repository.js';
 import {
   identitiesRepository,
-  identityListFields,
   roleAttributesRepository,
   type Identity,
   type IdentityChanges,
@@ -18,7 +18,6 @@ import type {
   IdentityPatchInput,
   IdentityReplaceInput,
 } from '../schemas/identity-schemas.js';
-import { withConstraintErrors } from './constraint-errors.js';
 import type { EnrollmentService } from './enrollment-service.js';
 import type { IdentityView } from './identity-view.js';
 import type { RevocationService } from './revocation-service.js';
@@ -67,14 +66,8 @@ export function createIdentityService(deps: IdentityServiceDeps) {
   const { knex, revocations } = deps;
   const now = deps.now ?? (() => new Date());
 
-  /** Runs `work` in a transaction; when it reports an identity event, publishes it after the commit. */
-  async function write(work: (trx: Knex.Transaction) => Promise<boolean | void>): Promise<void> {
-    const revoked = await withConstraintErrors(() => knex.transaction(work));
-    if (revoked) await revocations.afterCommit();
-  }
-
   async function update(id: string, u: IdentityUpdate): Promise<void> {
-    await write(async (trx) => {
+    await inTransaction(knex, async (trx, afterCommit) => {
       const current = await lockIdentity(trx, id);
       if (u.authPolicyId !== undefined && u.authPolicyId !== current.authPolicyId) {
         await assertPolicyExists(trx, u.authPolicyId);
@@ -92,7 +85,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       // TOTP label): every instance must drop its cached facts now, not at the cache's expiry.
       const renamed = !revoke && u.name !== undefined && u.name !== current.name;
       if (renamed) await revocations.recordIdentityChanged(trx, id);
-      return revoke || renamed;
+      if (revoke || renamed) afterCommit(revocations.afterCommit);
     });
   }
 
@@ -100,7 +93,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     /** Identity, role attributes and enrollment in one transaction; returns the new id. */
     async create(input: IdentityCreateInput): Promise<string> {
       const id = newId();
-      await write(async (trx) => {
+      await inTransaction(knex, async (trx) => {
         await assertPolicyExists(trx, input.authPolicyId);
         await identitiesRepository.insert(trx, {
           id,
@@ -124,13 +117,8 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       return id;
     },
 
-    async list(query: Record<string, unknown>) {
-      const q = parseListQuery(query, identityListFields, 'name asc');
-      const { items, totalCount } = await identitiesRepository.list(knex, q);
-      return {
-        items: await deps.view(knex, items),
-        pagination: { limit: q.limit, offset: q.offset, totalCount },
-      };
+    async list(q: ListQuery) {
+      return mapPage(await identitiesRepository.list(knex, q), (items) => deps.view(knex, items));
     },
 
     async get(id: string) {
@@ -151,27 +139,27 @@ export function createIdentityService(deps: IdentityServiceDeps) {
      * go with the row (ON DELETE CASCADE, migrations 001/002); policies, signers and CAs stay.
      */
     async delete(id: string): Promise<void> {
-      await write(async (trx) => {
+      await inTransaction(knex, async (trx, afterCommit) => {
         const identity = await lockIdentity(trx, id);
         if (identity.isDefaultAdmin) throw new AppError('CANNOT_DELETE_DEFAULT_ADMIN');
         await identitiesRepository.delete(trx, id);
         await revocations.recordIdentityDeleted(trx, id);
-        return true;
+        afterCommit(revocations.afterCommit);
       });
     },
 
     /** `durationMinutes` 0: until an admin enables the identity again. */
     async disable(id: string, durationMinutes: number): Promise<void> {
       const disabledUntil = durationMinutes > 0 ? new Date(now().getTime() + durationMinutes * 60_000) : null;
-      await write(async (trx) => {
+      await inTransaction(knex, async (trx, afterCommit) => {
         await lockIdentity(trx, id);
         await revocations.revokeIdentity(trx, id, { disabled: true, disabledUntil });
-        return true;
+        afterCommit(revocations.afterCommit);
       });
     },
 
     async enable(id: string): Promise<void> {
-      await write(async (trx) => {
+      await inTransaction(knex, async (trx) => {
         await lockIdentity(trx, id);
         await identitiesRepository.update(trx, id, { disabled: false, disabledUntil: null });
       });
@@ -182,12 +170,12 @@ export function createIdentityService(deps: IdentityServiceDeps) {
      * go and the identity's sessions end; it enrolls again at its next login.
      */
     async resetMfa(id: string): Promise<void> {
-      await write(async (trx) => {
+      await inTransaction(knex, async (trx, afterCommit) => {
         await lockIdentity(trx, id);
         await mfaRecoveryCodesRepository.deleteAll(trx, id);
         await mfaTotpRepository.delete(trx, id);
         await revocations.revokeIdentity(trx, id);
-        return true;
+        afterCommit(revocations.afterCommit);
       });
     },
   };

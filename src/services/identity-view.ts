@@ -6,6 +6,7 @@ import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { enrollmentsRepository, type Enrollment } from '../repositories/enrollments-repository.js';
 import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
+import { isDisabled } from './auth/identity-status.js';
 
 /** Signs the enrollment JWT shown in identity details (the enrollment service provides it). */
 export type EnrollmentJwtSigner = (enrollment: OpenEnrollment) => Promise<string>;
@@ -68,7 +69,7 @@ export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new 
         authPolicyId: i.authPolicyId,
         roleAttributes: roles.get(i.id) ?? [],
         tags: i.tags,
-        disabled: i.disabled && (i.disabledUntil === null || i.disabledUntil > now()),
+        disabled: isDisabled(i, now()),
         disabledUntil: i.disabledUntil?.toISOString() ?? null,
         isMfaEnabled: mfa.has(i.id),
         hasApiSession: sessions.has(i.id),

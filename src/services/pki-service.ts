@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { inTransaction } from '../db/transaction.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
@@ -62,7 +63,7 @@ const readPem = (file: string) => readFileSync(file, 'utf8');
  */
 export async function ensurePki(o: PkiOptions): Promise<PkiMaterial> {
   const hosts = [...new Set(o.hosts)].sort();
-  const generated = await o.knex.transaction(async (trx) => {
+  const generated = await inTransaction(o.knex, async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(?)', [PKI_LOCK_KEY]);
     const root = await loadOrCreate(trx, o.box, 'pki.root', () =>
       generateRootCa({ commonName: 'svc root CA' }),

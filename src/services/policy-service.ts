@@ -1,18 +1,16 @@
 import type { Knex } from 'knex';
+import { mapPage, type ListQuery } from '../db/list-query.js';
 import { AppError } from '../errors/app-error.js';
-import { isForeignKeyViolation, isUniqueViolation } from '../db/db-errors.js';
+import { inTransaction } from '../db/transaction.js';
 import type { Db } from '../db/create-database.js';
 import { newId } from '../crypto/random.js';
 import {
   authPoliciesRepository,
-  authPolicyListFields,
   DEFAULT_POLICY_ID,
-  policyConstraints,
   type AuthPolicy,
   type AuthPolicyInput,
 } from '../repositories/auth-policies-repository.js';
 import { externalJwtSignersRepository } from '../repositories/external-jwt-signers-repository.js';
-import { parseListQuery } from '../repositories/list-query.js';
 import type { PolicyPatch } from '../schemas/policy-schemas.js';
 import type { RevocationService } from './revocation-service.js';
 
@@ -68,8 +66,6 @@ export function policyView(p: AuthPolicy) {
 }
 
 const notFound = () => new AppError('NOT_FOUND', { message: 'no auth policy with this id' });
-const nameTaken = () =>
-  new AppError('CONFLICT', { cause: { field: 'name', reason: 'an auth policy with this name exists' } });
 
 /** Unknown signer ids are 404 (decisions.md §3), named by the field that holds them. */
 async function assertSignersExist(trx: Db, p: AuthPolicyInput): Promise<void> {
@@ -89,19 +85,6 @@ const unknownSigner = (field: string, id: string) =>
     cause: { field, reason: `no external JWT signer with id ${JSON.stringify(id)}` },
   });
 
-/** Races between the checks above and the write end as the same answers, never a 500. */
-function mapWriteError(err: unknown): never {
-  if (isUniqueViolation(err, policyConstraints.nameUnique)) throw nameTaken();
-  if (
-    isForeignKeyViolation(err, policyConstraints.secondarySignerFk) ||
-    isForeignKeyViolation(err, policyConstraints.allowedSignerFk)
-  ) {
-    throw new AppError('NOT_FOUND', { message: 'an external JWT signer named by the policy does not exist' });
-  }
-  if (isForeignKeyViolation(err, policyConstraints.identityFk)) throw inUse();
-  throw err;
-}
-
 const inUse = () =>
   new AppError('CONFLICT', { message: 'the auth policy is in use by at least one identity' });
 
@@ -110,37 +93,26 @@ const sameSecondary = (a: AuthPolicy['secondary'], b: AuthPolicy['secondary']) =
 
 /** Auth policies CRUD with the reference and deletion rules of decisions.md §3. */
 export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
-  async function write<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-    try {
-      return await knex.transaction(work);
-    } catch (err) {
-      mapWriteError(err);
-    }
-  }
-
   /** Replaces the stored policy; a changed `secondary` block ends its identities' sessions. */
   async function update(id: string, build: (current: AuthPolicy) => AuthPolicyInput): Promise<void> {
-    const revoked = await write(async (trx) => {
+    await inTransaction(knex, async (trx, afterCommit) => {
       const current = await authPoliciesRepository.findForUpdate(trx, id);
       if (!current) throw notFound();
       const next = build(current);
       await assertSignersExist(trx, next);
       await authPoliciesRepository.update(trx, id, next);
-      if (sameSecondary(current.secondary, next.secondary)) return false;
+      if (sameSecondary(current.secondary, next.secondary)) return;
       // decisions.md §3: the identities concerned authenticate again under the new factors.
       for (const identityId of await authPoliciesRepository.identityIdsUsing(trx, id)) {
         await revocations.revokeIdentity(trx, identityId);
       }
-      return true;
+      afterCommit(revocations.afterCommit);
     });
-    if (revoked) await revocations.afterCommit();
   }
 
   return {
-    async list(query: Record<string, unknown>) {
-      const q = parseListQuery(query, authPolicyListFields, 'name');
-      const { items, totalCount } = await authPoliciesRepository.list(knex, q);
-      return { items: items.map(policyView), page: { limit: q.limit, offset: q.offset, totalCount } };
+    async list(q: ListQuery) {
+      return mapPage(await authPoliciesRepository.list(knex, q), (items) => items.map(policyView));
     },
 
     async get(id: string) {
@@ -152,7 +124,7 @@ export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
     async create(patch: PolicyPatch): Promise<string> {
       const id = newId();
       const policy = merge(FRESH_DEFAULT_POLICY, patch);
-      await write(async (trx) => {
+      await inTransaction(knex, async (trx) => {
         await assertSignersExist(trx, policy);
         await authPoliciesRepository.insert(trx, id, policy);
       });
@@ -168,11 +140,15 @@ export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
       if (id === DEFAULT_POLICY_ID) {
         throw new AppError('CONFLICT', { message: 'the default auth policy cannot be deleted' });
       }
-      await write(async (trx) => {
-        if (!(await authPoliciesRepository.findForUpdate(trx, id))) throw notFound();
-        if (await authPoliciesRepository.isInUse(trx, id)) throw inUse();
-        await authPoliciesRepository.delete(trx, id);
-      });
+      await inTransaction(
+        knex,
+        async (trx) => {
+          if (!(await authPoliciesRepository.findForUpdate(trx, id))) throw notFound();
+          if (await authPoliciesRepository.isInUse(trx, id)) throw inUse();
+          await authPoliciesRepository.delete(trx, id);
+        },
+        { removes: true },
+      );
     },
   };
 }

@@ -1,17 +1,15 @@
 import type { Knex } from 'knex';
+import type { ListQuery } from '../db/list-query.js';
 import { AppError, validationError } from '../errors/app-error.js';
-import { isForeignKeyViolation, isUniqueViolation } from '../db/db-errors.js';
+import { inTransaction } from '../db/transaction.js';
 import { newId } from '../crypto/random.js';
 import { CertificateError, parseCertificate, singleCertificatePem } from '../crypto/certificates.js';
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import {
   externalJwtSignersRepository,
-  signerConstraints,
-  signerListFields,
   type ExternalJwtSigner,
   type ExternalJwtSignerInput,
 } from '../repositories/external-jwt-signers-repository.js';
-import { parseListQuery } from '../repositories/list-query.js';
 import type { SignerPatch } from '../schemas/signer-schemas.js';
 
 export interface SignerServiceDeps {
@@ -95,31 +93,10 @@ const notFound = () => new AppError('NOT_FOUND', { message: 'no external JWT sig
 const inUse = () =>
   new AppError('CONFLICT', { message: 'the external JWT signer is named by at least one auth policy' });
 
-function mapWriteError(err: unknown): never {
-  if (isUniqueViolation(err, signerConstraints.nameUnique)) {
-    throw new AppError('CONFLICT', { cause: { field: 'name', reason: 'a signer with this name exists' } });
-  }
-  if (isUniqueViolation(err, signerConstraints.issuerUnique)) {
-    throw new AppError('CONFLICT', {
-      cause: { field: 'issuer', reason: 'a signer with this issuer exists' },
-    });
-  }
-  if (isForeignKeyViolation(err)) throw inUse();
-  throw err;
-}
-
 /** External JWT signers CRUD (decisions.md §3). */
 export function createSignerService({ knex, now = () => new Date() }: SignerServiceDeps) {
-  async function write<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-    try {
-      return await knex.transaction(work);
-    } catch (err) {
-      mapWriteError(err);
-    }
-  }
-
   async function update(id: string, build: (current: ExternalJwtSigner) => ExternalJwtSignerInput) {
-    await write(async (trx) => {
+    await inTransaction(knex, async (trx) => {
       const current = await externalJwtSignersRepository.findForUpdate(trx, id);
       if (!current) throw notFound();
       await externalJwtSignersRepository.update(trx, id, checkKeySource(build(current), now()));
@@ -127,10 +104,8 @@ export function createSignerService({ knex, now = () => new Date() }: SignerServ
   }
 
   return {
-    async list(query: Record<string, unknown>, onlyEnabled = false) {
-      const q = parseListQuery(query, signerListFields, 'name');
-      const { items, totalCount } = await externalJwtSignersRepository.list(knex, q, onlyEnabled);
-      return { items, page: { limit: q.limit, offset: q.offset, totalCount } };
+    async list(q: ListQuery, onlyEnabled = false) {
+      return externalJwtSignersRepository.list(knex, q, onlyEnabled);
     },
 
     async get(id: string): Promise<ExternalJwtSigner> {
@@ -142,7 +117,7 @@ export function createSignerService({ knex, now = () => new Date() }: SignerServ
     async create(patch: SignerPatch): Promise<string> {
       const id = newId();
       const signer = checkKeySource(merge(SIGNER_DEFAULTS, patch), now());
-      await write((trx) => externalJwtSignersRepository.insert(trx, id, signer));
+      await inTransaction(knex, (trx) => externalJwtSignersRepository.insert(trx, id, signer));
       return id;
     },
 
@@ -152,11 +127,15 @@ export function createSignerService({ knex, now = () => new Date() }: SignerServ
     patch: (id: string, patch: SignerPatch) => update(id, (current) => merge(current, patch)),
 
     async remove(id: string): Promise<void> {
-      await write(async (trx) => {
-        if (!(await externalJwtSignersRepository.findById(trx, id))) throw notFound();
-        if (await authPoliciesRepository.usesSigner(trx, id)) throw inUse();
-        await externalJwtSignersRepository.delete(trx, id);
-      });
+      await inTransaction(
+        knex,
+        async (trx) => {
+          if (!(await externalJwtSignersRepository.findById(trx, id))) throw notFound();
+          if (await authPoliciesRepository.usesSigner(trx, id)) throw inUse();
+          await externalJwtSignersRepository.delete(trx, id);
+        },
+        { removes: true },
+      );
     },
   };
 }

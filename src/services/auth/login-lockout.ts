@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { inTransaction } from '../../db/transaction.js';
 import type { Identity } from '../../repositories/identities-repository.js';
 import type { AuthPolicy } from '../../repositories/auth-policies-repository.js';
 import { loginFailuresRepository } from '../../repositories/login-failures-repository.js';
@@ -70,12 +71,11 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
       if (maxAttempts <= 0 || attempt.consecutive < maxAttempts) return;
       const disabledUntil =
         lockoutDurationMinutes > 0 ? new Date(now().getTime() + lockoutDurationMinutes * 60_000) : null;
-      const lockedNow = await knex.transaction(async (trx) => {
-        if (!(await loginFailuresRepository.endRunIfAtLeast(trx, identity.id, maxAttempts))) return false;
+      await inTransaction(knex, async (trx, afterCommit) => {
+        if (!(await loginFailuresRepository.endRunIfAtLeast(trx, identity.id, maxAttempts))) return;
         await revocations.revokeIdentity(trx, identity.id, { disabled: true, disabledUntil });
-        return true;
+        afterCommit(revocations.afterCommit);
       });
-      if (lockedNow) await revocations.afterCommit();
     },
   };
 }

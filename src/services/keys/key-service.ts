@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { inTransaction } from '../../db/transaction.js';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import { signingKeysRepository, type SigningKey } from '../../repositories/signing-keys-repository.js';
@@ -91,7 +92,7 @@ export function createKeyService(deps: KeyServiceDeps) {
   return {
     /** First start: one signing key, created once across all instances (advisory lock). */
     async ensureKey(): Promise<void> {
-      await deps.knex.transaction(async (trx) => {
+      await inTransaction(deps.knex, async (trx) => {
         await signingKeysRepository.lock(trx);
         const keys = await signingKeysRepository.list(trx);
         if (keys.some((k) => stateOf(k, now()) === 'signing')) return;
@@ -105,7 +106,7 @@ export function createKeyService(deps: KeyServiceDeps) {
       const material = await generate();
       const at = now();
       const key = { ...material, signsFrom: new Date(at.getTime() + deps.rotationGraceSeconds * 1000) };
-      await deps.knex.transaction(async (trx) => {
+      await inTransaction(deps.knex, async (trx) => {
         await signingKeysRepository.lock(trx);
         await signingKeysRepository.retireUnretired(trx, key.signsFrom);
         await signingKeysRepository.insert(trx, key);

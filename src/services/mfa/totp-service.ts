@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { constantTimeEqual, sha256Hex } from '../../crypto/random.js';
 import type { SecretBox } from '../../crypto/secret-box.js';
-import { isForeignKeyViolation } from '../../db/db-errors.js';
+import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
 import { mfaRecoveryCodesRepository } from '../../repositories/mfa-recovery-codes-repository.js';
@@ -106,16 +106,11 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
     const secret = newTotpSecret();
     const sealed = box.seal(secret);
     const { codes, hashes } = await freshRecoveryCodes(identityId);
-    try {
-      await knex.transaction(async (trx) => {
-        const created = await mfaTotpRepository.insertIfAbsent(trx, identityId, sealed);
-        if (!created) throw new AppError('MFA_EXISTS');
-        await mfaRecoveryCodesRepository.replace(trx, identityId, hashes);
-      });
-    } catch (err) {
-      if (isForeignKeyViolation(err)) throw notFound('the identity no longer exists');
-      throw err;
-    }
+    await inTransaction(knex, async (trx) => {
+      const created = await mfaTotpRepository.insertIfAbsent(trx, identityId, sealed);
+      if (!created) throw new AppError('MFA_EXISTS');
+      await mfaRecoveryCodesRepository.replace(trx, identityId, hashes);
+    });
     const start = {
       isVerified: false as const,
       provisioningUrl: provisioningUrl(issuer, identityName, secret),
@@ -153,7 +148,7 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
     const secretEnc =
       marker === undefined ? undefined : (await enrollmentInProgress(identityId, marker))?.secretEnc;
     if (marker !== undefined && !secretEnc) throw notFound('no TOTP enrollment is in progress');
-    await knex.transaction(async (trx) => {
+    await inTransaction(knex, async (trx) => {
       if (!(await mfaTotpRepository.deleteUnverified(trx, identityId, secretEnc))) {
         throw notFound('no TOTP enrollment is in progress');
       }
@@ -168,7 +163,7 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
     if (!config.isVerified) return abandonEnrollment(identityId);
     if (!code) throw invalid('MFA_INVALID_TOKEN', 'a code is required to remove a verified configuration');
     await verifyLoginCode(identityId, code);
-    await knex.transaction(async (trx) => {
+    await inTransaction(knex, async (trx) => {
       await mfaTotpRepository.delete(trx, identityId);
       await mfaRecoveryCodesRepository.deleteAll(trx, identityId);
     });
@@ -180,7 +175,7 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
     if (!config?.isVerified) throw notFound('no verified TOTP configuration');
     await verifyLoginCode(identityId, code);
     const { codes, hashes } = await freshRecoveryCodes(identityId);
-    await knex.transaction(async (trx) => {
+    await inTransaction(knex, async (trx) => {
       if (!(await mfaTotpRepository.find(trx, identityId))) throw notFound('no verified TOTP configuration');
       await mfaRecoveryCodesRepository.replace(trx, identityId, hashes);
     });

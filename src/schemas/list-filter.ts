@@ -1,10 +1,17 @@
+import type { FilterClause } from '../db/list-query.js';
 import { validationError, type AppError } from '../errors/app-error.js';
-import type { FieldType, FilterClause, ListFields } from './list-query.js';
 
 /**
  * The `filter` language of list queries (decisions.md §2): clauses `field op value` joined by
  * `and`, parsed by a hand-written tokenizer in one linear pass.
  */
+
+export type FieldType = 'string' | 'boolean' | 'number' | 'datetime';
+
+/** API field name -> SQL column. `sortable` defaults to true. */
+export interface ListFields {
+  [apiField: string]: { column: string; type: FieldType; sortable?: boolean };
+}
 
 export function lookupField(fields: ListFields, name: string) {
   // hasOwn: names such as "constructor" or "__proto__" must not resolve through the prototype.
@@ -194,7 +201,3 @@ function isIsoDatetime(text: string): boolean {
   const time = h <= 23 && mi <= 59 && s <= 59 && oh <= 14 && om <= 59;
   return y >= 1 && mo >= 1 && mo <= 12 && d >= 1 && d <= days && time;
 }
-
-// ---- applying to knex ----
-
-/** `contains` is literal: LIKE wildcards in the user's value are escaped. */

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import knexFactory, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import { isAppError } from '../errors/app-error.js';
-import { applyListQuery, parseListQuery, runListQuery, type ListFields } from './list-query.js';
+import { applyListQuery, runListQuery } from '../db/list-query.js';
+import type { ListFields } from './list-filter.js';
+import { parseListQuery } from './list-query.js';
 
 const fields: ListFields = {
   id: { column: 'id', type: 'string' },
@@ -203,8 +205,11 @@ describe('runListQuery against PostgreSQL (PGlite)', () => {
   let db: Knex;
   const table = 'list_query_test';
   const base = () => db(table).select('id', 'name');
-  const run = (query: Record<string, unknown>, defaultSort?: string) =>
-    runListQuery<{ id: string; name: string }>(base(), parseListQuery(query, fields, defaultSort), 'id');
+  const run = async (query: Record<string, unknown>, defaultSort?: string) => {
+    const q = parseListQuery(query, fields, defaultSort);
+    const page = await runListQuery<{ id: string; name: string }>(base(), q, 'id');
+    return { rows: page.items, totalCount: page.pagination.totalCount };
+  };
   const names = (rows: { name: string }[]) => rows.map((row) => row.name);
 
   beforeAll(async () => {

@@ -1,37 +1,12 @@
-import type { Knex } from 'knex';
+import type { ListQuery, SortKey } from '../db/list-query.js';
 import { validationError } from '../errors/app-error.js';
-import { lookupField, parseFilter, quote } from './list-filter.js';
+import { lookupField, parseFilter, quote, type ListFields } from './list-filter.js';
 
 /**
- * List queries of the Edge management API (decisions.md §2): `limit`, `offset`, `sort` and a small
- * `filter` language. User text reaches SQL only as bound values; column names come from the
- * caller's field map, never from the request.
+ * List queries of the Edge management API: `limit`, `offset`, `sort` and a small
+ * `filter` language, parsed from the query string into a typed `ListQuery` before any service
+ * sees them.
  */
-
-export type FieldType = 'string' | 'boolean' | 'number' | 'datetime';
-
-/** API field name -> SQL column. `sortable` defaults to true. */
-export interface ListFields {
-  [apiField: string]: { column: string; type: FieldType; sortable?: boolean };
-}
-
-export interface SortKey {
-  column: string;
-  direction: 'asc' | 'desc';
-}
-
-export type FilterClause = {
-  column: string;
-  op: '=' | '!=' | 'contains';
-  value: string | boolean | number | null;
-};
-
-export interface ListQuery {
-  limit: number;
-  offset: number;
-  sort: SortKey[];
-  filter: FilterClause[];
-}
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 500;
@@ -116,52 +91,7 @@ function parseSortItem(item: string, n: number, fields: ListFields, seen: Set<st
   return { column: field.column, direction: dir };
 }
 
-function escapeLike(value: string): string {
-  return value.replace(/[\\%_]/g, '\\$&');
-}
-
-function applyClause(qb: Knex.QueryBuilder, c: FilterClause): void {
-  if (c.op === 'contains') {
-    qb.whereRaw('?? ilike ? escape ?', [c.column, `%${escapeLike(String(c.value))}%`, '\\']);
-  } else if (c.value === null) {
-    if (c.op === '=') qb.whereNull(c.column);
-    else qb.whereNotNull(c.column);
-  } else {
-    // "!=" keeps rows whose column is NULL, as a client reading `externalId != "x"` expects.
-    const operator = c.op === '=' ? '=' : 'is distinct from';
-    // numeric: an integer column compared with 1.5 or 1e30 must not fail to cast into a 500.
-    const param = typeof c.value === 'number' ? 'cast(? as numeric)' : '?';
-    qb.whereRaw(`?? ${operator} ${param}`, [c.column, c.value]);
-  }
-}
-
-/**
- * Returns the page query (filtered, sorted, limited; the caller may add a tiebreak orderBy) and
- * the count query (filtered only). `qb` is left untouched; it should be a plain select.
- */
-export function applyListQuery(
-  qb: Knex.QueryBuilder,
-  q: ListQuery,
-): { page: Knex.QueryBuilder; count: Knex.QueryBuilder } {
-  const filtered = qb.clone();
-  for (const clause of q.filter) applyClause(filtered, clause);
-  const count = filtered.clone().clearSelect().clearOrder().count({ count: '*' });
-  const page = filtered;
-  for (const key of q.sort) page.orderBy(key.column, key.direction);
-  page.limit(q.limit).offset(q.offset);
-  return { page, count };
-}
-
-/** Runs both queries; `tiebreak` (e.g. the id column) makes pages stable when sort keys repeat. */
-export async function runListQuery<Row = Record<string, unknown>>(
-  qb: Knex.QueryBuilder,
-  q: ListQuery,
-  tiebreak?: string,
-): Promise<{ rows: Row[]; totalCount: number }> {
-  const { page, count } = applyListQuery(qb, q);
-  if (tiebreak !== undefined) page.orderBy(tiebreak, 'asc');
-  // Sequential, not Promise.all: inside a transaction both share one connection anyway.
-  const rows = (await page) as Row[];
-  const [counted] = (await count) as { count: string | number }[];
-  return { rows, totalCount: Number(counted?.count ?? 0) };
+/** A parser of one resource's list queries: its field map and the order when no sort is given. */
+export function listQueryParser(fields: ListFields, defaultSort: string) {
+  return (query: Record<string, unknown>): ListQuery => parseListQuery(query, fields, defaultSort);
 }
