@@ -203,7 +203,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     return { ...account, state };
   }
 
-  /** `totp`: a TOTP code or a recovery code (decisions.md §5, §7). */
+  /** `totp`: a TOTP code or a recovery code, under the per-identity failure limit. */
   async function totpStep(pending: PendingLogin, code: string): Promise<Progress> {
     const progress = await established(pending);
     await deps.totp.verifyLoginCode(progress.identity.id, code, {

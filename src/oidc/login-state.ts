@@ -1,4 +1,4 @@
-/** An item of `authQueries` (spec 2.4, decisions.md §5). */
+/** An item of `authQueries`: a factor the auth request still owes, as the client sees it. */
 export interface AuthQuery {
   typeId: string;
   [field: string]: unknown;

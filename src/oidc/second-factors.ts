@@ -14,7 +14,7 @@ export const FACTORS = {
   extJwt: { satisfied: 'secondary-ext-jwt', amr: 'ext-jwt' },
 } as const;
 
-/** What a partially authenticated auth request still owes (spec 3.1, decisions.md §5). */
+/** What a partially authenticated auth request still owes. */
 export interface OwedFactors {
   authQueries: AuthQuery[];
   /** `svc-secondary-ext-jwt` challenges for the 200 answer when the secondary JWT is not there. */
@@ -27,7 +27,7 @@ export interface SecondFactorsDeps {
   findSigner: (id: string) => Promise<ExternalJwtSigner | undefined>;
 }
 
-/** The TOTP query of the OIDC flow, exactly as decisions.md §5 gives it. */
+/** The TOTP query of the OIDC flow (its shape is part of the API; docs/architecture.md). */
 export const totpQuery = (isTotpEnrolled: boolean): AuthQuery => ({
   typeId: 'MFA',
   format: 'alphaNumeric',
@@ -39,7 +39,7 @@ export const totpQuery = (isTotpEnrolled: boolean): AuthQuery => ({
   isTotpEnrolled,
 });
 
-/** The secondary external JWT query (decisions.md §5): where the client gets the JWT. */
+/** The secondary external JWT query: where the client gets the JWT. */
 export function extJwtQuery(signerId: string, signer: ExternalJwtSigner | undefined): AuthQuery {
   return {
     typeId: 'EXT-JWT',
@@ -67,8 +67,8 @@ export function satisfy(
 }
 
 /**
- * Second factors of the OIDC login (spec 3.1, 5.3; decisions.md §5, §6): TOTP when the policy
- * requires it or the identity has verified TOTP (decisions.md §4), and the policy's secondary
+ * Second factors of the OIDC login: TOTP when the policy requires it or the identity has
+ * verified TOTP (a verified configuration always counts), and the policy's secondary
  * external JWT, taken from the `Authorization: Bearer` values of the request at hand.
  */
 export function createSecondFactors(deps: SecondFactorsDeps) {

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { formatChallenge, type Challenge } from '../errors/www-authenticate.js';
 import type { AuthQuery } from '../oidc/login-state.js';
 
-/** Request and response conventions shared by every `/oidc/login/*` route (decisions.md §5). */
+/** Request and response conventions shared by every `/oidc/login/*` route */
 
 export const wantsHtml = (ctx: Context) => ctx.accepts('json', 'html') === 'html';
 

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 
-/** Login pages are never framed and load nothing from elsewhere (decisions.md §5). */
+/** Login pages are never framed and load nothing from elsewhere (clickjacking, RFC 6819 §4.4.1.9). */
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'";
 /** The TOTP enrollment page also shows its QR code, inlined as a `data:` PNG (nothing fetched). */
 const CSP_WITH_DATA_IMAGES = `${CSP}; img-src data:`;

@@ -72,7 +72,7 @@ async function withPageErrors(
 }
 
 /**
- * Every `/oidc/login/*` endpoint (spec 4.2, 3.1, 3.2; decisions.md §5), each: load the pending
+ * Every `/oidc/login/*` endpoint, each: load the pending
  * login, parse the input, run one step of the flow (oidc/login-flow.ts), `respond`.
  * GET with `Accept: text/html` gives the pages; other GETs answer JSON.
  */

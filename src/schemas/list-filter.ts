@@ -2,7 +2,7 @@ import type { FilterClause } from '../db/list-query.js';
 import { validationError, type AppError } from '../errors/app-error.js';
 
 /**
- * The `filter` language of list queries (decisions.md §2): clauses `field op value` joined by
+ * The `filter` language of list queries (docs/operations.md): clauses `field op value` joined by
  * `and`, parsed by a hand-written tokenizer in one linear pass.
  */
 

@@ -19,7 +19,7 @@ export interface CaServiceDeps {
   now?: () => Date;
 }
 
-/** The detail of decisions.md §3 (fingerprint, isVerified and verificationToken included). */
+/** The CA detail the API shows (fingerprint, isVerified and verificationToken included). */
 export const caView = (ca: Ca) => ({
   id: ca.id,
   name: ca.name,
@@ -53,7 +53,7 @@ const notFound = () => new AppError('NOT_FOUND', { message: 'no CA with this id'
 const changesOf = (input: CaUpdateInput): CaChanges =>
   Object.fromEntries(Object.entries(input).filter(([k, v]) => v !== undefined && k !== 'certPem'));
 
-/** 3rd-party CAs (decisions.md §3): registered, then proven by a certificate naming the token. */
+/** 3rd-party CAs: registered, then proven by a certificate naming the token. */
 export function createCaService({ knex, now = () => new Date() }: CaServiceDeps) {
   return {
     async list(q: ListQuery) {
@@ -82,7 +82,7 @@ export function createCaService({ knex, now = () => new Date() }: CaServiceDeps)
           isAutoCaEnrollmentEnabled: input.isAutoCaEnrollmentEnabled ?? false,
           identityRoles: input.identityRoles ?? [],
           identityNameFormat: input.identityNameFormat ?? DEFAULT_IDENTITY_NAME_FORMAT,
-          // The subject CN of the proof certificate (ziti-facts.md §7); 32 characters fit any CN.
+          // The subject CN of the proof certificate; 32 characters fit any CN.
           verificationToken: newToken(24),
         }),
       );
@@ -115,7 +115,7 @@ export function createCaService({ knex, now = () => new Date() }: CaServiceDeps)
     },
 
     async remove(id: string): Promise<void> {
-      // Outstanding OTTCA enrollments go with it (FK cascade, ziti-facts.md §7).
+      // Outstanding OTTCA enrollments go with it (FK cascade).
       if (!(await casRepository.delete(knex, id))) throw notFound();
     },
 

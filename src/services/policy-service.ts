@@ -19,7 +19,7 @@ export interface PolicyServiceDeps {
   revocations: RevocationService;
 }
 
-/** The values of a fresh `default` policy (decisions.md §3); omitted fields on create take them. */
+/** The values of a fresh `default` policy; omitted fields on create take them. */
 export const FRESH_DEFAULT_POLICY: Omit<AuthPolicyInput, 'name'> = {
   primary: {
     cert: { allowed: true, allowExpiredCerts: false },
@@ -53,7 +53,7 @@ function merge(base: Omit<AuthPolicyInput, 'name'> & { name?: string }, patch: P
   };
 }
 
-/** The policy as the API shows it (decisions.md §3: output uses `requireExtJwt`). */
+/** The policy as the API shows it (output uses `requireExtJwt`). */
 export function policyView(p: AuthPolicy) {
   return {
     id: p.id,
@@ -67,7 +67,7 @@ export function policyView(p: AuthPolicy) {
 
 const notFound = () => new AppError('NOT_FOUND', { message: 'no auth policy with this id' });
 
-/** Unknown signer ids are 404 (decisions.md §3), named by the field that holds them. */
+/** Unknown signer ids are 404, named by the field that holds them. */
 async function assertSignersExist(trx: Db, p: AuthPolicyInput): Promise<void> {
   const wanted = [...p.primary.extJwt.allowedSigners, p.secondary.requireExtJwt].filter(
     (s): s is string => s !== null,
@@ -91,7 +91,7 @@ const inUse = () =>
 const sameSecondary = (a: AuthPolicy['secondary'], b: AuthPolicy['secondary']) =>
   a.requireTotp === b.requireTotp && a.requireExtJwt === b.requireExtJwt;
 
-/** Auth policies CRUD with the reference and deletion rules of decisions.md §3. */
+/** Auth policies CRUD: a policy in use by an identity cannot be deleted, `default` never. */
 export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
   /** Replaces the stored policy; a changed `secondary` block ends its identities' sessions. */
   async function update(id: string, build: (current: AuthPolicy) => AuthPolicyInput): Promise<void> {
@@ -102,7 +102,7 @@ export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
       await assertSignersExist(trx, next);
       await authPoliciesRepository.update(trx, id, next);
       if (sameSecondary(current.secondary, next.secondary)) return;
-      // decisions.md §3: the identities concerned authenticate again under the new factors.
+      // The identities concerned authenticate again under the new factors.
       for (const identityId of await authPoliciesRepository.identityIdsUsing(trx, id)) {
         await revocations.revokeIdentity(trx, identityId);
       }

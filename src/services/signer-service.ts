@@ -17,7 +17,7 @@ export interface SignerServiceDeps {
   now?: () => Date;
 }
 
-/** Defaults of decisions.md §3: claim `sub`, matched against `externalId` (rule 4 of spec 2.1). */
+/** Defaults: claim `sub`, matched against the identity's `externalId`. */
 const SIGNER_DEFAULTS: Omit<ExternalJwtSignerInput, 'name' | 'issuer'> = {
   enabled: true,
   audience: null,
@@ -79,7 +79,7 @@ export const signerView = (s: ExternalJwtSigner) => ({
   updatedAt: s.updatedAt.toISOString(),
 });
 
-/** The anonymous client view (decisions.md §3): what a client needs to start the IdP flow. */
+/** The anonymous client view: what a client needs to start the IdP flow. */
 export const publicSignerView = (s: ExternalJwtSigner) => ({
   id: s.id,
   name: s.name,
@@ -93,7 +93,7 @@ const notFound = () => new AppError('NOT_FOUND', { message: 'no external JWT sig
 const inUse = () =>
   new AppError('CONFLICT', { message: 'the external JWT signer is named by at least one auth policy' });
 
-/** External JWT signers CRUD (decisions.md §3). */
+/** External JWT signers CRUD. */
 export function createSignerService({ knex, now = () => new Date() }: SignerServiceDeps) {
   async function update(id: string, build: (current: ExternalJwtSigner) => ExternalJwtSignerInput) {
     await inTransaction(knex, async (trx) => {
