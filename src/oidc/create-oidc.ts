@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
+import type { ListenerSpec } from '../config/web-listeners.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { createKeyService } from '../services/keys/key-service.js';
@@ -30,6 +31,8 @@ import {
 
 export interface OidcDeps {
   config: Config;
+  /** The listeners with the ports they actually bound: each edge-oidc address is one issuer. */
+  listeners: readonly ListenerSpec[];
   knex: Knex;
   box: SecretBox;
   logger: Logger;
@@ -37,13 +40,13 @@ export interface OidcDeps {
   findIdentity: (id: string) => Promise<Identity | undefined>;
   revocationState: RevocationState;
   identityContext: IdentityContextCache;
-  /** Issue 5 plugs the second factors in here. */
-  outstandingFactors?: OutstandingFactors;
+  /** The second factors a login still owes after its primary step. */
+  outstandingFactors: OutstandingFactors;
 }
 
 /** Every `edge-oidc` bind-point address with its URI patterns (decisions.md §5, spec 5.5). */
-function issuerSpecs(config: Config): IssuerSpec[] {
-  return config.listeners.flatMap((listener) => {
+function issuerSpecs(config: Config, listeners: readonly ListenerSpec[]): IssuerSpec[] {
+  return listeners.flatMap((listener) => {
     if (!listener.apis.has('edge-oidc')) return [];
     const redirectUris = redirectPatternsFor(config, listener);
     const postLogoutUris = postLogoutPatternsFor(config, listener);
@@ -53,6 +56,7 @@ function issuerSpecs(config: Config): IssuerSpec[] {
 
 interface RegistryDeps {
   config: Config;
+  listeners: readonly ListenerSpec[];
   logger: Logger;
   Adapter: AdapterConstructor;
   cookieKeys: string[];
@@ -61,8 +65,16 @@ interface RegistryDeps {
 }
 
 /** One Provider per issuer, rebuilt from a key set; the URI matchers per listener. */
-function buildRegistry({ config, logger, Adapter, cookieKeys, durations, accounts }: RegistryDeps) {
-  return createIssuerRegistry(issuerSpecs(config), (spec, issuer, keySet) => {
+function buildRegistry({
+  config,
+  listeners,
+  logger,
+  Adapter,
+  cookieKeys,
+  durations,
+  accounts,
+}: RegistryDeps) {
+  return createIssuerRegistry(issuerSpecs(config, listeners), (spec, issuer, keySet) => {
     const corsOriginAllowed = corsOriginMatcher(spec.redirectUris, config.corsOrigins);
     const redirectUriAllowed = createUriMatcher(spec.redirectUris);
     const postLogoutUriAllowed = createUriMatcher(spec.postLogoutUris);
@@ -119,7 +131,15 @@ export async function createOidc(deps: OidcDeps) {
   deps.revocations.hooks.push((trx, identityId) => sessions.forgetIdentity(trx, identityId));
   const accounts = createAccountPolicy({ findIdentity: deps.findIdentity, sessions });
   const Adapter = createPostgresAdapter({ knex, onGrantDestroyed: (grantId) => sessions.endGrant(grantId) });
-  const registry = buildRegistry({ config, logger, Adapter, cookieKeys, durations, accounts });
+  const registry = buildRegistry({
+    config,
+    listeners: deps.listeners,
+    logger,
+    Adapter,
+    cookieKeys,
+    durations,
+    accounts,
+  });
 
   const verifier = createTokenVerifier({
     issuers: () => registry.issuers(),

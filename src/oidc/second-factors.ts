@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { isAppError } from '../errors/app-error.js';
 import type { Challenge } from '../errors/www-authenticate.js';
-import { bearerTokens } from '../middleware/authenticate.js';
+import { bearerTokens } from '../services/auth/bearer-tokens.js';
 import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { ExternalJwtSigner } from '../repositories/external-jwt-signers-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';

@@ -8,7 +8,7 @@ import { pendingChallengesOf } from '../oidc/second-factors.js';
 import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import { answerOutcome, oidcFactorRoutes } from './oidc-factor-routes.js';
-import { authRequestIdOf, sendOwed, wantsHtml } from './oidc-login-http.js';
+import { authRequestIdOf, wantsHtml } from './oidc-login-http.js';
 import { renderLoginPage, type LoginPage } from './oidc-login-pages.js';
 import { primaryLoginsFor } from './primary-logins.js';
 import type { RouteDeps } from './route-deps.js';
@@ -38,8 +38,7 @@ async function respond(ctx: Context, deps: RouteDeps, request: AuthRequest, outc
     authQueries: outcome.authQueries,
     challenges: pendingChallengesOf(ctx),
   };
-  if (deps.oidcFactors) return answerOutcome(ctx, deps.oidcFactors, request, owed);
-  sendOwed(ctx, owed.authQueries, owed.challenges);
+  return answerOutcome(ctx, deps.oidcFactors, request, owed);
 }
 
 /**
@@ -50,7 +49,7 @@ async function respond(ctx: Context, deps: RouteDeps, request: AuthRequest, outc
  */
 export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): void {
   const primaryLogins = primaryLoginsFor(deps);
-  if (deps.oidcFactors) oidcFactorRoutes(router, oidc, deps.oidcFactors);
+  oidcFactorRoutes(router, oidc, deps.oidcFactors);
 
   for (const { path, page, method } of PAGES) {
     router.get(`/oidc/login/${path}`, async (ctx: Context) => {
