@@ -1,6 +1,27 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+const oidcProvider = { name: 'oidc-provider', message: 'oidc-provider is touched only in src/oidc/.' };
+
+/**
+ * Imports point down: app.ts → compose.ts → routes → middleware → services → repositories → db.
+ * A later block replaces an earlier block's options for the same rule, so each folder's block
+ * repeats what holds everywhere (oidc-provider only in src/oidc, compose.ts only from app.ts).
+ */
+const direction = (groups = [], paths = [oidcProvider]) => [
+  'error',
+  {
+    paths,
+    patterns: [
+      {
+        group: ['**/compose.js'],
+        message: 'compose.ts is the composition root: only src/app.ts imports it.',
+      },
+      ...groups,
+    ],
+  },
+];
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', 'data/', 'bin/'] },
   js.configs.recommended,
@@ -8,14 +29,57 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-imports': [
-        'error',
-        { paths: [{ name: 'oidc-provider', message: 'oidc-provider is touched only in src/oidc/.' }] },
-      ],
+      'no-restricted-imports': direction(),
     },
   },
   {
-    files: ['src/oidc/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    files: ['src/services/**/*.ts'],
+    rules: {
+      'no-restricted-imports': direction([
+        {
+          group: ['**/routes/*', '**/middleware/*', '**/oidc/*', '**/listeners/*'],
+          message:
+            'services sit below the HTTP layer and the OIDC provider: pass what they need in from src/compose.ts.',
+        },
+      ]),
+    },
+  },
+  {
+    files: ['src/middleware/**/*.ts'],
+    rules: {
+      'no-restricted-imports': direction([
+        { group: ['**/routes/*'], message: 'middleware runs for routes; it never imports them.' },
+      ]),
+    },
+  },
+  {
+    files: ['src/repositories/**/*.ts'],
+    rules: {
+      'no-restricted-imports': direction([
+        {
+          // Its own folder, db, errors, and crypto (token ids are hashed before they reach SQL).
+          regex: '^\\.\\./(?!(db|errors|crypto)/[^/]+$)',
+          message: 'repositories only read and write rows: they import db, errors and crypto, nothing above.',
+        },
+      ]),
+    },
+  },
+  {
+    files: ['src/oidc/**/*.ts'],
+    rules: {
+      'no-restricted-imports': direction(
+        [
+          {
+            group: ['**/routes/*', '**/middleware/*', '**/listeners/*'],
+            message: 'the OIDC layer serves the routes; it never imports them or their middleware.',
+          },
+        ],
+        [],
+      ),
+    },
+  },
+  {
+    files: ['src/app.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: { 'no-restricted-imports': 'off' },
   },
   {

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Config } from './config/load-config.js';
+import type { ListenerSpec } from './config/web-listeners.js';
 import { databaseFor, type Database } from './db/create-database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { lockDataDir } from './db/data-dir-lock.js';
@@ -12,7 +13,7 @@ import { createLogger } from './logger.js';
 import { verifyMasterKey } from './services/master-key-check.js';
 import { ensurePki, type PkiMaterial } from './services/pki-service.js';
 import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstrap.js';
-import { createServices, type Services } from './services/create-services.js';
+import { compose, type Services } from './compose.js';
 import { buildKoaApp } from './listeners/build-koa-app.js';
 import { corsOriginMatcher, redirectPatternsFor } from './config/uri-patterns.js';
 import {
@@ -24,13 +25,13 @@ import {
 } from './listeners/https-listeners.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { wellKnownRoutes } from './routes/well-known-routes.js';
-import { edgeRouters } from './routes/edge-routers.js';
-import { oidcMiddleware } from './routes/oidc-routes.js';
 import { metricsRoutes } from './routes/metrics-routes.js';
 import { createMetrics } from './middleware/metrics.js';
 
 export interface RunningListener {
   name: string;
+  /** The configured listener with each address's port as bound (`localhost:0` resolved). */
+  spec: ListenerSpec;
   /** `https://host:port` per advertised address. */
   urls: string[];
   servers: BoundServer[];
@@ -100,29 +101,34 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       cleanups.unshift(() => closeServer(server.server));
       bound.set(iface, server);
     }
-    const listeners: RunningListener[] = config.listeners.map((spec) => {
-      const servers = spec.interfaces.map((i) => bound.get(i)!);
-      spec.addresses = spec.addresses.map((a) => withBoundPort(a, servers));
-      return { name: spec.name, urls: spec.addresses.map((a) => `https://${a}`), servers };
+    // The configuration stays as loaded: the resolved addresses travel in new listener specs.
+    const listeners: RunningListener[] = config.listeners.map((configured) => {
+      const servers = configured.interfaces.map((i) => bound.get(i)!);
+      const spec = { ...configured, addresses: configured.addresses.map((a) => withBoundPort(a, servers)) };
+      return { name: spec.name, spec, urls: spec.addresses.map((a) => `https://${a}`), servers };
     });
 
-    const services = await createServices({ config, database, box, pki, logger });
+    const services = await compose({
+      config,
+      listeners: listeners.map((l) => l.spec),
+      database,
+      box,
+      pki,
+      logger,
+    });
     cleanups.unshift(() => services.stop());
     const common: Router[] = [healthRoutes(knex), wellKnownRoutes(pki)];
     const metricsRecorder = createMetrics();
     const metrics = metricsRoutes(metricsRecorder);
-    const edge = config.edge
-      ? { ...edgeRouters(services.routeDeps), oidc: oidcMiddleware(services.routeDeps) }
-      : {};
-    for (const [i, spec] of config.listeners.entries()) {
+    for (const { spec, servers } of listeners) {
       const app = buildKoaApp(
         spec,
-        { common, ...edge, metrics, metricsRecorder },
+        { common, ...services.routers, metrics, metricsRecorder },
         logger,
         corsOriginMatcher(redirectPatternsFor(config, spec), config.corsOrigins),
       );
       const handler = app.callback();
-      for (const s of listeners[i]!.servers) s.server.on('request', handler);
+      for (const s of servers) s.server.on('request', handler);
     }
     logger.info(
       { listeners: listeners.map((l) => ({ name: l.name, urls: l.urls })) },

@@ -1,7 +1,8 @@
 import type { Context, Next } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
-import type { BearerVerifier, Principal } from './principal.js';
+import { bearerTokens } from '../services/auth/bearer-tokens.js';
+import type { BearerVerifier, Principal } from '../services/auth/principal.js';
 
 /**
  * Resolves when `tokens` hold a valid JWT of the principal's secondary signer that names its
@@ -12,18 +13,10 @@ export type SecondaryExtJwtCheck = (tokens: string[], principal: Principal) => P
 export interface PrincipalResolver {
   /** Legacy `svc-session` tokens. */
   session(token: string): Promise<Principal>;
-  bearer?: BearerVerifier;
-  /** The secondary external JWT gate; without it such principals are refused. */
-  secondaryExtJwt?: SecondaryExtJwtCheck;
-}
-
-/** `Authorization: Bearer a, Bearer b` and repeated headers (joined by Node with ", "). */
-export function bearerTokens(header: string | undefined): string[] {
-  if (!header) return [];
-  return header
-    .split(/,\s*(?=bearer\s)/i)
-    .map((part) => /^\s*bearer\s+(\S+)\s*$/i.exec(part)?.[1])
-    .filter((t): t is string => t !== undefined);
+  /** `Authorization: Bearer` access tokens of the OIDC provider. */
+  bearer: BearerVerifier;
+  /** The secondary external JWT a policy may require beside the session or access token. */
+  secondaryExtJwt: SecondaryExtJwtCheck;
 }
 
 export interface AuthenticateOptions {
@@ -43,10 +36,7 @@ export function authenticate(resolver: PrincipalResolver, options: AuthenticateO
     const tokens = bearerTokens(ctx.get('authorization'));
     let principal: Principal;
     if (sessionToken) principal = await resolver.session(sessionToken);
-    else if (tokens.length > 0 && resolver.bearer)
-      principal = await resolver.bearer.verify(tokens, ctx.headers);
-    else if (tokens.length > 0)
-      throw new AppError('UNAUTHORIZED', { challenges: [challenges.bearerInvalid()] });
+    else if (tokens.length > 0) principal = await resolver.bearer.verify(tokens, ctx.headers);
     else throw new AppError('UNAUTHORIZED', { challenges: challenges.missing() });
 
     if (principal.mfaPending && !options.allowMfaPending) {
@@ -63,9 +53,9 @@ export function authenticate(resolver: PrincipalResolver, options: AuthenticateO
 }
 
 /**
- * When the policy names a secondary external JWT signer, every
- * request (bearer or legacy session, Edge APIs and `/oidc/userinfo`) must also carry a valid JWT
- * of it; the access token or session alone is not enough. Fails closed when no check is wired.
+ * When the policy names a secondary external JWT signer, every request (bearer or legacy session,
+ * Edge APIs and `/oidc/userinfo`) must also carry a valid JWT of it; the access token or session
+ * alone is not enough.
  */
 export async function secondaryExtJwtGate(
   resolver: PrincipalResolver,
@@ -74,9 +64,6 @@ export async function secondaryExtJwtGate(
 ) {
   const signerId = principal.requireExtJwtSigner;
   if (!signerId) return;
-  if (!resolver.secondaryExtJwt) {
-    throw new AppError('UNAUTHORIZED', { detail: 'no secondary external JWT check is configured' });
-  }
   await resolver.secondaryExtJwt(tokens, principal);
 }
 

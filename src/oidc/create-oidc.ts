@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
+import type { ListenerSpec } from '../config/web-listeners.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
@@ -31,6 +32,8 @@ import {
 
 export interface OidcDeps {
   config: Config;
+  /** The listeners with the ports they actually bound: each edge-oidc address is one issuer. */
+  listeners: readonly ListenerSpec[];
   knex: Knex;
   box: SecretBox;
   logger: Logger;
@@ -45,8 +48,8 @@ export interface OidcDeps {
 }
 
 /** Every `edge-oidc` bind-point address with its URI patterns. */
-function issuerSpecs(config: Config): IssuerSpec[] {
-  return config.listeners.flatMap((listener) => {
+function issuerSpecs(config: Config, listeners: readonly ListenerSpec[]): IssuerSpec[] {
+  return listeners.flatMap((listener) => {
     if (!listener.apis.has('edge-oidc')) return [];
     const redirectUris = redirectPatternsFor(config, listener);
     const postLogoutUris = postLogoutPatternsFor(config, listener);
@@ -56,6 +59,7 @@ function issuerSpecs(config: Config): IssuerSpec[] {
 
 interface RegistryDeps {
   config: Config;
+  listeners: readonly ListenerSpec[];
   logger: Logger;
   Adapter: AdapterConstructor;
   cookieKeys: string[];
@@ -64,8 +68,16 @@ interface RegistryDeps {
 }
 
 /** One Provider per issuer, rebuilt from a key set; the URI matchers per listener. */
-function buildRegistry({ config, logger, Adapter, cookieKeys, durations, accounts }: RegistryDeps) {
-  return createIssuerRegistry(issuerSpecs(config), (spec, issuer, keySet) => {
+function buildRegistry({
+  config,
+  listeners,
+  logger,
+  Adapter,
+  cookieKeys,
+  durations,
+  accounts,
+}: RegistryDeps) {
+  return createIssuerRegistry(issuerSpecs(config, listeners), (spec, issuer, keySet) => {
     const corsOriginAllowed = corsOriginMatcher(spec.redirectUris, config.corsOrigins);
     const redirectUriAllowed = createUriMatcher(spec.redirectUris);
     const postLogoutUriAllowed = createUriMatcher(spec.postLogoutUris);
@@ -122,7 +134,15 @@ export async function createOidc(deps: OidcDeps) {
   deps.revocations.hooks.push((trx, identityId) => sessions.forgetIdentity(trx, identityId));
   const accounts = createAccountPolicy({ findIdentity: deps.findIdentity, sessions });
   const Adapter = createPostgresAdapter({ knex, onGrantDestroyed: (grantId) => sessions.endGrant(grantId) });
-  const registry = buildRegistry({ config, logger, Adapter, cookieKeys, durations, accounts });
+  const registry = buildRegistry({
+    config,
+    listeners: deps.listeners,
+    logger,
+    Adapter,
+    cookieKeys,
+    durations,
+    accounts,
+  });
 
   const verifier = createTokenVerifier({
     issuers: () => registry.issuers(),

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { newId } from '../crypto/random.js';
-import { bearerTokens } from '../middleware/authenticate.js';
+import { bearerTokens } from '../services/auth/bearer-tokens.js';
 import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';

@@ -10,7 +10,7 @@ import {
 } from 'jose';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
-import type { BearerVerifier, Principal } from '../middleware/principal.js';
+import type { BearerVerifier, Principal } from '../services/auth/principal.js';
 import type { IdentityContext, IdentityContextCache } from '../services/identity-context.js';
 import type { RevocationState } from '../services/revocation-state.js';
 import { GENERATION_CLAIM } from './account-policy.js';

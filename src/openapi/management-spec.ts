@@ -220,7 +220,7 @@ function policySignerCaRoutes(): RouteDoc[] {
   return [...Object.values(policies), ...Object.values(signers), ...Object.values(cas), verify];
 }
 
-/** Present only where the OIDC layer (and so its keys) is. */
+/** The OIDC signing keys: the management API is only ever served together with the OIDC layer. */
 const keyRoutes: RouteDoc[] = [
   {
     ...admin,
@@ -242,8 +242,8 @@ const keyRoutes: RouteDoc[] = [
   },
 ];
 
-/** The OpenAPI document of `/edge/management/v1`; `keys` as keyRoutes mounts them. */
-export function managementSpec(options: { keys: boolean }): JsonSchema {
+/** The OpenAPI document of `/edge/management/v1`. */
+export function managementSpec(): JsonSchema {
   return buildDocument(
     {
       title: 'svc edge management API',
@@ -258,7 +258,7 @@ export function managementSpec(options: { keys: boolean }): JsonSchema {
       ...enrollmentRoutes(),
       ...authenticatorRoutes(),
       ...policySignerCaRoutes(),
-      ...(options.keys ? keyRoutes : []),
+      ...keyRoutes,
     ],
   );
 }

@@ -112,7 +112,7 @@ export function currentSessionRoutes(router: Router, deps: RouteDeps): void {
     async (ctx: Context) => {
       const principal = principalOf(ctx);
       // A bearer token's API session also ends its grant and is revoked on every instance.
-      if (principal.kind === 'oidc' && deps.oidc) await deps.oidc.sessions.endApiSession(principal.sessionId);
+      if (principal.kind === 'oidc') await deps.oidc.sessions.endApiSession(principal.sessionId);
       else await deps.sessions.end(principal.sessionId);
       sendEmpty(ctx);
     },

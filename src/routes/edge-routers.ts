@@ -25,7 +25,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   mfaRoutes(client, deps);
   enrollRoutes(client, deps);
   publicSignerRoutes(client, deps);
-  specRoutes(client, 'client', deps);
+  specRoutes(client, 'client');
 
   const management = new Router({ prefix: '/edge/management/v1' });
   management.use(checkQuery);
@@ -39,6 +39,6 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   signerRoutes(management, deps);
   caRoutes(management, deps);
   keyRoutes(management, deps);
-  specRoutes(management, 'management', deps);
+  specRoutes(management, 'management');
   return { client, management };
 }

@@ -10,8 +10,7 @@ import type { RouteDeps } from './route-deps.js';
  * `edge.oidc.keyRotationGrace`.
  */
 export function keyRoutes(router: Router, deps: RouteDeps): void {
-  const keys = deps.oidc?.keys;
-  if (!keys) return;
+  const { keys } = deps.oidc;
   const adminOnly = authenticate(deps.principals, { adminOnly: true });
   router.get('/keys', adminOnly, async (ctx: Context) => {
     const list = await keys.list();

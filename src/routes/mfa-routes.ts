@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { sendData, sendEmpty } from '../errors/envelope.js';
 import { authenticate, principalOf } from '../middleware/authenticate.js';
-import type { Principal } from '../middleware/principal.js';
+import type { Principal } from '../services/auth/principal.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import { mfaCodeSchema, optionalMfaCodeSchema } from '../schemas/mfa-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';

@@ -37,9 +37,8 @@ function oauthGate(deps: RouteDeps): Middleware {
  * Everything under `/oidc` plus the root discovery document, handed to `buildKoaApp` as
  * `routers.oidc` (listeners with `edge-oidc` only): our routes first, then oidc-provider.
  */
-export function oidcMiddleware(deps: RouteDeps): Middleware | undefined {
+export function oidcMiddleware(deps: RouteDeps): Middleware {
   const { oidc } = deps;
-  if (!oidc) return undefined;
   const router = new Router();
   router.use(LOGIN_PREFIX, rateLimit(deps.loginLimiter), checkQuery);
   oidcLoginRoutes(router, deps, oidc);

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { bearerTokens } from '../middleware/authenticate.js';
+import { bearerTokens } from '../services/auth/bearer-tokens.js';
 import { bodyOf } from '../middleware/parse-body.js';
 import { peerCertificateChain } from '../listeners/peer-certificates.js';
 import { passwordLoginSchema } from '../schemas/authenticate-schemas.js';

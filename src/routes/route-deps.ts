@@ -14,32 +14,34 @@ import type { CertMethod } from '../services/auth/cert-method.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { Oidc } from '../oidc/create-oidc.js';
 
-/** What route modules may use: services, never repositories. */
+/**
+ * What route modules may use: services, never repositories, so that every rule about the data
+ * (validation, transactions, revocation) is enforced below the HTTP layer and only once. Built
+ * complete by `src/compose.ts`; routes exist only when the `edge` section is configured, and then
+ * every member is present.
+ */
 export interface RouteDeps {
   sessions: SessionService;
   passwordMethod: PasswordMethod;
+  /** Resolves the caller of an authenticated endpoint from a session or bearer token. */
   principals: PrincipalResolver;
-  /** TOTP second factor. */
+  /** TOTP enrollment and verification, for the self-service MFA endpoints. */
   totp: TotpService;
-  /** Identities, enrollments, authenticators and enrollment completion. */
   identities: IdentityService;
   enrollments: EnrollmentService;
   authenticators: AuthenticatorService;
+  /** Redeems an enrollment token for a certificate or a password. */
   enroll: EnrollmentCompletion;
-  /** Auth policies, external JWT signers, 3rd-party CAs and their primary methods. */
   policies: PolicyService;
   signers: SignerService;
   cas: CaService;
+  /** The primary login methods besides the password, shared by `/authenticate` and the OIDC login. */
   certMethod: CertMethod;
   extJwtMethod: ExtJwtMethod;
-  /** Per-address limit on login, authenticate, enroll and token endpoints. */
+  /** Per-address limit on login, authenticate, enroll and token endpoints: slows password guessing. */
   loginLimiter: RateLimiter;
   /** Per-address limit on `GET /oidc/authorization`, which stores an auth request per call. */
   authorizationLimiter: RateLimiter;
-  /** The OIDC provider, login flow, token verifier and signing keys (engineer D); absent without `edge`. */
-  oidc?: Oidc;
-  /** Loads one identity by id for `current-identity` and friends. */
-  findIdentity: (
-    id: string,
-  ) => Promise<import('../repositories/identities-repository.js').Identity | undefined>;
+  /** The OIDC provider, its login flow, token verifier, sessions and signing keys. */
+  oidc: Oidc;
 }

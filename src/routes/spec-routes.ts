@@ -2,14 +2,13 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { clientSpec } from '../openapi/client-spec.js';
 import { managementSpec } from '../openapi/management-spec.js';
-import type { RouteDeps } from './route-deps.js';
 
 /**
  * `GET /spec`: the API's OpenAPI 3.1 document, anonymous. Built and serialized
- * once when the router is made; `/keys` is described only where keyRoutes mounts it.
+ * once when the router is made.
  */
-export function specRoutes(router: Router, api: 'client' | 'management', deps: RouteDeps): void {
-  const document = api === 'client' ? clientSpec() : managementSpec({ keys: Boolean(deps.oidc?.keys) });
+export function specRoutes(router: Router, api: 'client' | 'management'): void {
+  const document = api === 'client' ? clientSpec() : managementSpec();
   const json = JSON.stringify(document);
   router.get('/spec', (ctx: Context) => {
     ctx.type = 'application/json';

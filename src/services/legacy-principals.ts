@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
-import type { Principal } from '../middleware/principal.js';
+import type { Principal } from './auth/principal.js';
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
 import { isDisabled } from './auth/identity-status.js';

@@ -19,10 +19,7 @@ describe('contract: oidc-provider internals behind the in-process resume', () =>
   afterAll(() => server.close());
 
   const entry = () =>
-    server.app.services.routeDeps.oidc!.registry.pick(
-      server.app.config.listeners[0],
-      new URL(server.url).host,
-    )!;
+    server.app.services.oidc!.registry.pick(server.app.listeners[0]!.spec, new URL(server.url).host)!;
 
   test('oidc-provider is pinned to the exact version the resume was verified with', () => {
     const ours = JSON.parse(readFileSync('package.json', 'utf8'));

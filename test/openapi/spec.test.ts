@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type Router from '@koa/router';
-import { edgeRouters } from '../../src/routes/edge-routers.js';
 import type { TestResponse } from '../helpers/https-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { resolve, schemaProblems } from './schema-check.js';
@@ -94,7 +93,7 @@ describe('OpenAPI documents of the Edge APIs', () => {
   });
 
   test('every route the routers mount is documented, and every documented operation is a route', () => {
-    const routers = edgeRouters(server.app.services.routeDeps);
+    const routers = server.app.services.routers!;
     for (const { api } of APIS) {
       const mounted = routerOperations(routers[api]).sort();
       expect(mounted.length).toBeGreaterThan(10);

@@ -427,7 +427,7 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
       tokens: string[],
       signerId: string,
       identity?: { id: string; externalId: string | null },
-    ) => server.app.services.routeDeps.extJwtMethod.checkSecondary(tokens, signerId, identity);
+    ) => server.app.services.extJwtMethod.checkSecondary(tokens, signerId, identity);
 
     async function failureOf(promise: Promise<void>): Promise<{ code: string; challenges: string[] }> {
       try {

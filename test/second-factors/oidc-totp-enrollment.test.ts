@@ -139,7 +139,7 @@ describe('TOTP enrollment during an OIDC flow', () => {
       secondary: { requireExtJwt: idp.id },
     });
     const victim = await createUser(server, 'enroll-victim', extJwtOnly);
-    const inProgress = await server.app.services.routeDeps.totp.startEnrollment(victim.id, victim.name);
+    const inProgress = await server.app.services.totp.startEnrollment(victim.id, victim.name);
     const { started, response } = await partialLogin(server.client, victim);
     const url = `${ENROLL}?authRequestID=${started.authRequestId}`;
     const totpRows = () => server.app.knex('mfa_totp').where({ identity_id: victim.id });
@@ -163,7 +163,7 @@ describe('TOTP enrollment during an OIDC flow', () => {
 
   test("an enrollment the owner started elsewhere is out of a login's reach: not shown, verified or abandoned", async () => {
     const { user, started } = await owingEnrollment('enroll-owner-in-progress');
-    const owners = await server.app.services.routeDeps.totp.startEnrollment(user.id, user.name);
+    const owners = await server.app.services.totp.startEnrollment(user.id, user.name);
     const secret = secretFromUrl(owners.provisioningUrl);
     const url = `${ENROLL}?authRequestID=${started.authRequestId}`;
     const totpRows = () => server.app.knex('mfa_totp').where({ identity_id: user.id });

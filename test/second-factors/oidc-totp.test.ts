@@ -59,8 +59,8 @@ describe('TOTP in the OIDC flow (primary pending → partially authenticated →
     await enrollTotp(server, user);
     const { started } = await partialLogin(server.client, user);
     const uid = started.authRequestId;
-    const entry = server.app.services.routeDeps.oidc!.registry.pick(
-      server.app.config.listeners[0],
+    const entry = server.app.services.oidc!.registry.pick(
+      server.app.listeners[0]!.spec,
       new URL(server.url).host,
     )!;
 

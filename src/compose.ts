@@ -1,0 +1,245 @@
+import type Router from '@koa/router';
+import type { Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { EDGE_DEFAULTS } from './config/config-schema.js';
+import type { Config } from './config/load-config.js';
+import type { ListenerSpec } from './config/web-listeners.js';
+import type { SecretBox } from './crypto/secret-box.js';
+import type { Database } from './db/create-database.js';
+import type { PrincipalResolver } from './middleware/authenticate.js';
+import { createRateLimiter } from './middleware/rate-limit.js';
+import { createOidc } from './oidc/create-oidc.js';
+import { createSecondFactors } from './oidc/second-factors.js';
+import { authPoliciesRepository } from './repositories/auth-policies-repository.js';
+import { externalJwtSignersRepository } from './repositories/external-jwt-signers-repository.js';
+import { identitiesRepository } from './repositories/identities-repository.js';
+import { edgeRouters } from './routes/edge-routers.js';
+import { oidcMiddleware } from './routes/oidc-routes.js';
+import type { RouteDeps } from './routes/route-deps.js';
+import { createCertMethod } from './services/auth/cert-method.js';
+import { createExtJwtMethod } from './services/auth/ext-jwt-method.js';
+import { createJwksCache } from './services/auth/jwks-cache.js';
+import { createLoginLockout } from './services/auth/login-lockout.js';
+import { createPasswordMethod } from './services/auth/password-method.js';
+import { createSignerCache } from './services/auth/signer-cache.js';
+import { createAuthenticatorService } from './services/authenticator-service.js';
+import { createCaService } from './services/ca-service.js';
+import { createEnrollmentCompletion } from './services/enrollment-completion.js';
+import { createEnrollmentJwtSigner } from './services/enrollment-jwt.js';
+import { createEnrollmentService } from './services/enrollment-service.js';
+import { createEnrollmentTokens } from './services/enrollment-tokens.js';
+import { createIdentityContextCache } from './services/identity-context.js';
+import { createIdentityService } from './services/identity-service.js';
+import { createIdentityView } from './services/identity-view.js';
+import { startJanitor } from './services/janitor.js';
+import { createLegacyPrincipals } from './services/legacy-principals.js';
+import { createTotpService } from './services/mfa/totp-service.js';
+import type { PkiMaterial } from './services/pki-service.js';
+import { createPolicyService } from './services/policy-service.js';
+import { createRevocationService } from './services/revocation-service.js';
+import { createRevocationState } from './services/revocation-state.js';
+import { createSessionService } from './services/session-service.js';
+import { createSignerService } from './services/signer-service.js';
+
+export interface ComposeDeps {
+  config: Config;
+  /** The listeners with the ports they actually bound (port 0 in the configuration is resolved). */
+  listeners: readonly ListenerSpec[];
+  database: Database;
+  box: SecretBox;
+  pki: PkiMaterial;
+  logger: Logger;
+}
+
+/** The routers of the edge APIs, mounted per listener by `buildKoaApp`. */
+export interface EdgeRouters {
+  client: Router;
+  management: Router;
+  oidc: Middleware;
+}
+
+/**
+ * The domain services: everything below the HTTP layer, built whether or not the edge APIs are
+ * served. Nothing here knows about routes, middleware or the OIDC provider.
+ */
+async function createDomainServices({ config, listeners, database, box, pki, logger }: ComposeDeps) {
+  const { knex } = database;
+  // Without an edge section nothing reaches these services, but they are built all the same.
+  const edge = config.edge ?? EDGE_DEFAULTS;
+  const sessionTimeout = edge.api.sessionTimeout;
+  const oidc = config.edge?.oidc;
+  const sessions = createSessionService({ db: knex, sessionTimeout });
+  // Revocations are remembered as long as an access token they cover can live (plus clock
+  // margin); refresh tokens and legacy sessions are checked against the database anyway.
+  const revocationState = createRevocationState({ database, logger });
+  const revocations = createRevocationService({
+    retentionSeconds: () => (oidc?.accessTokenDuration ?? sessionTimeout) + 60,
+    // A failed read is retried by the one-second catch-up; it must not fail the admin's request.
+    published: () => revocationState.refresh().catch(() => undefined),
+  });
+  const identityContext = createIdentityContextCache({ knex });
+  revocationState.onIdentityRevoked((id) => identityContext.invalidate(id));
+  await revocationState.start();
+  const lockout = createLoginLockout({ knex, revocations });
+  const passwordMethod = createPasswordMethod({ knex, lockout });
+  const policies = createPolicyService({ knex, revocations });
+  const signers = createSignerService({ knex });
+  const cas = createCaService({ knex });
+  const certMethod = createCertMethod({ knex, pki });
+  // The secondary external JWT is checked on every API request: its signer comes from memory.
+  const signerCache = createSignerCache({ load: (id) => externalJwtSignersRepository.findById(knex, id) });
+  const extJwtMethod = createExtJwtMethod({ knex, jwks: createJwksCache(), findSigner: signerCache.get });
+  const signEnrollmentJwt = createEnrollmentJwtSigner({
+    server: pki.server,
+    // The issuer is the advertised address of the first listener hosting edge-client, where the
+    // enrollment is redeemed.
+    issuer: () => {
+      const listener = listeners.find((l) => l.apis.has('edge-client')) ?? listeners[0];
+      return `https://${listener?.addresses[0] ?? config.address}`;
+    },
+  });
+  const enrollmentTokens = createEnrollmentTokens(box);
+  const sealedTokens = await enrollmentTokens.protectPlainTokens(knex);
+  if (sealedTokens > 0) logger.info({ enrollments: sealedTokens }, 'sealed plain enrollment tokens');
+  const identityView = createIdentityView({ signEnrollmentJwt, tokens: enrollmentTokens });
+  const enrollments = createEnrollmentService({
+    knex,
+    enrollmentDuration: edge.enrollment.duration,
+    signJwt: signEnrollmentJwt,
+    tokens: enrollmentTokens,
+  });
+  const identities = createIdentityService({ knex, revocations, enrollments, view: identityView });
+  const authenticators = createAuthenticatorService({ knex });
+  const enroll = createEnrollmentCompletion({
+    knex,
+    pki,
+    trustDomain: config.pki.trustDomain,
+    tokens: enrollmentTokens,
+  });
+  const totp = createTotpService({ knex, box, issuer: edge.totp.issuer });
+  return {
+    sessions,
+    revocationState,
+    revocations,
+    identityContext,
+    passwordMethod,
+    policies,
+    signers,
+    cas,
+    certMethod,
+    signerCache,
+    extJwtMethod,
+    enrollments,
+    identities,
+    authenticators,
+    enroll,
+    totp,
+  };
+}
+
+type DomainServices = Awaited<ReturnType<typeof createDomainServices>>;
+
+/** The OIDC provider, with the second factors its login asks for and verifies. */
+async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
+  const { knex } = deps.database;
+  const findIdentity = (id: string) => identitiesRepository.findById(knex, id);
+  const secondFactors = createSecondFactors({
+    totp: services.totp,
+    extJwt: services.extJwtMethod,
+    findSigner: services.signerCache.get,
+  });
+  const oidc = await createOidc({
+    config: deps.config,
+    listeners: deps.listeners,
+    knex,
+    box: deps.box,
+    logger: deps.logger,
+    revocations: services.revocations,
+    revocationState: services.revocationState,
+    identityContext: services.identityContext,
+    findIdentity,
+    findPolicy: (id) => authPoliciesRepository.findById(knex, id),
+    factors: secondFactors,
+    totp: services.totp,
+  });
+  return { oidc };
+}
+
+/** Everything the route modules use, complete. */
+function createRouteDeps(
+  config: Config,
+  services: DomainServices,
+  { oidc }: Awaited<ReturnType<typeof createOidcPart>>,
+  knex: Database['knex'],
+): RouteDeps {
+  const { extJwtMethod } = services;
+  const principals: PrincipalResolver = {
+    session: createLegacyPrincipals({ knex, sessions: services.sessions }),
+    bearer: oidc.verifier.bearer,
+    // The JWT must name the caller (by externalId or id, as its signer says).
+    secondaryExtJwt: (tokens, p) =>
+      extJwtMethod.checkSecondary(tokens, p.requireExtJwtSigner!, {
+        id: p.identityId,
+        externalId: p.externalId ?? null,
+      }),
+  };
+  return {
+    sessions: services.sessions,
+    passwordMethod: services.passwordMethod,
+    principals,
+    totp: services.totp,
+    identities: services.identities,
+    enrollments: services.enrollments,
+    authenticators: services.authenticators,
+    enroll: services.enroll,
+    policies: services.policies,
+    signers: services.signers,
+    cas: services.cas,
+    certMethod: services.certMethod,
+    extJwtMethod,
+    loginLimiter: createRateLimiter(config.rateLimits),
+    authorizationLimiter: createRateLimiter({
+      enabled: config.rateLimits.enabled,
+      perSecond: config.rateLimits.authorizationPerSecond,
+      burst: config.rateLimits.authorizationBurst,
+    }),
+    oidc,
+  };
+}
+
+/**
+ * Builds the controller from the top, each part once and complete: the domain services, then (with
+ * an `edge` section) the OIDC provider and its login steps, then the route dependencies and the
+ * edge routers. Only `app.ts` imports this; nothing below it reaches back up.
+ */
+export async function compose(deps: ComposeDeps) {
+  const { knex } = deps.database;
+  const services = await createDomainServices(deps);
+  const oidcPart = deps.config.edge ? await createOidcPart(deps, services) : undefined;
+  const routers = oidcPart
+    ? edgeRoutersOf(createRouteDeps(deps.config, services, oidcPart, knex))
+    : undefined;
+  const stopJanitor = startJanitor(knex, deps.logger);
+
+  return {
+    sessions: services.sessions,
+    revocations: services.revocations,
+    totp: services.totp,
+    extJwtMethod: services.extJwtMethod,
+    /** The OIDC provider; absent without an `edge` section. */
+    oidc: oidcPart?.oidc,
+    /** The edge API routers; absent without an `edge` section. */
+    routers,
+    async stop() {
+      stopJanitor();
+      oidcPart?.oidc.stop();
+      await services.revocationState.stop();
+    },
+  };
+}
+
+function edgeRoutersOf(deps: RouteDeps): EdgeRouters {
+  return { ...edgeRouters(deps), oidc: oidcMiddleware(deps) };
+}
+
+export type Services = Awaited<ReturnType<typeof compose>>;
