@@ -20,9 +20,7 @@ export function applyTokenDurationRules(input: TokenDurations): {
   const warnings: string[] = [];
   const raise = (key: keyof TokenDurations, value: number, min: number, why: string) => {
     if (value >= min) return value;
-    warnings.push(
-      `edge.oidc.${key} ${formatDuration(value)} raised to ${formatDuration(min)}: ${why} (spec 5.5)`,
-    );
+    warnings.push(`edge.oidc.${key} ${formatDuration(value)} raised to ${formatDuration(min)}: ${why}`);
     return min;
   };
   const accessTokenDuration = raise(

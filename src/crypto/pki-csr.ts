@@ -11,7 +11,7 @@ export class CsrError extends Error {
 
 const MIN_RSA_BITS = 2048;
 const ACCEPTED_CURVES = new Set(['prime256v1', 'secp384r1']);
-// SPIFFE ID rules: trust domain [a-z0-9._-], path segments [A-Za-z0-9._-] (SPIFFE-ID spec §2.1, §2.2).
+// SPIFFE ID rules: trust domain [a-z0-9._-], path segments [A-Za-z0-9._-] (SPIFFE-ID specification §2.1, §2.2).
 const TRUST_DOMAIN = /^[a-z0-9._-]+$/;
 const PATH_SEGMENT = /^(?!\.\.?$)[A-Za-z0-9._-]+$/;
 

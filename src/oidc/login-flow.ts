@@ -19,15 +19,15 @@ import { resumeInProcess } from './resume-in-process.js';
 import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second-factors.js';
 
 /*
- * The OIDC login as one small state machine (spec 3.1; docs/architecture.md). Per request:
+ * The OIDC login as one small state machine (docs/architecture.md). Per request:
  *
  *   loadPendingLogin   the auth request; its identity and policy are read at most once
  *     → a step         password | cert | ext-jwt (primary) · totp · totp-enroll-verify
- *     → advance        the factors still owed, with the JWTs of this request (spec 4.2 note 3):
+ *     → advance        the factors still owed, with the JWTs of this request:
  *         owes         kept on the auth request ("partially authenticated"), answered 200
  *         complete     facts for the tokens, in-process resume: the provider answers 303
  *
- * TOTP enrollment mid-flow (spec 3.2) starts, shows and abandons an enrollment on a pending login
+ * TOTP enrollment mid-flow starts, shows and abandons an enrollment on a pending login
  * that owes a TOTP code, without advancing it; its verify is a step. The routes
  * (routes/oidc-login-routes.ts) parse input and render the outcome as JSON or an HTML page.
  */
@@ -156,7 +156,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     deps.factors.evaluate(identity, policy, state, []);
 
   /**
-   * Spec 5.3 item 3: enrollment mid-flow is for a login that owes a TOTP code. Otherwise a
+   * Enrollment mid-flow is for a login that owes a TOTP code. Otherwise a
    * password alone could bind a secret of the caller's choosing to the account, or read the secret
    * of an enrollment its owner has in progress. Every enrollment step, reading or writing, passes here.
    */
@@ -236,7 +236,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
   /**
    * Runs a step, then completes the login when nothing is owed any more, else keeps the progress
    * on the auth request and lists the rest. A secondary external JWT in this request's
-   * `Authorization` header counts at every step (spec 4.2 note 3).
+   * `Authorization` header counts at every step.
    */
   async function advance(ctx: Context, pending: PendingLogin, step: LoginStep): Promise<LoginOutcome> {
     const progress = await runStep(pending, step);
@@ -250,7 +250,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     return { kind: 'complete' };
   }
 
-  /** Keeps a partial login on the auth request (spec 3.1 "partially authenticated"). */
+  /** Keeps a partial login on the auth request. */
   async function savePending(pending: PendingLogin, state: LoginState): Promise<void> {
     pending.interaction.result = { svc: state };
     await pending.interaction.persist();

@@ -11,7 +11,7 @@ interface PageOptions {
 const codeInput = (label: string) =>
   `<label for="code">${label}</label><input id="code" name="code" autocomplete="one-time-code" maxlength="64" required autofocus>`;
 
-/** TOTP entry (spec 3.1 "partially authenticated"): a code of the app or a recovery code. */
+/** TOTP entry: a code of the app or a recovery code. */
 export function renderTotpPage(ctx: Context, authRequestId: string, options: PageOptions = {}): void {
   const body =
     errorLine(options.error) +
@@ -50,7 +50,7 @@ function enrollmentBody(authRequestId: string, view: EnrollmentView): string {
   );
 }
 
-/** TOTP enrollment mid-flow (spec 3.2): the start button, or the QR code and the verify form. */
+/** TOTP enrollment mid-flow: the start button, or the QR code and the verify form. */
 export function renderEnrollmentPage(
   ctx: Context,
   authRequestId: string,

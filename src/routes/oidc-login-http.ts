@@ -23,9 +23,9 @@ export function authRequestIdOf(ctx: Context, body: Record<string, unknown> = {}
 const AUTH_REQUEST_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
 /**
- * The factors still owed (spec 3.1, 4.2 note 4): 200 `{authQueries}`, header `totp-required: true`
+ * The factors still owed: 200 `{authQueries}`, header `totp-required: true`
  * when TOTP is one of them, and the `svc-secondary-ext-jwt` challenge when that JWT was missing,
- * expired or invalid (spec 4.2 note 3).
+ * expired or invalid.
  */
 export function setOwedHeaders(ctx: Context, authQueries: AuthQuery[], challenges: Challenge[] = []): void {
   if (authQueries.some((q) => q.typeId === 'MFA')) ctx.set('totp-required', 'true');

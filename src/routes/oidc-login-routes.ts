@@ -42,7 +42,7 @@ async function showEnrollment(
 }
 
 /**
- * The one answer of a login step (spec 3.1): `complete` — the provider has already sent its 303
+ * The one answer of a login step: `complete` — the provider has already sent its 303
  * to `redirect_uri?code&state&iss`; `owes` — 200 `{authQueries}`, or for a browser form the page
  * of what is owed: TOTP entry, TOTP enrollment, or what only the app can send.
  */
@@ -145,7 +145,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
       async () => {
         const start = await flow.startEnrollment(pending);
         if (isHtmlForm(ctx)) return showEnrollment(ctx, flow, pending, { start, status: 201 });
-        ctx.status = 201; // the spec 2.7 body, as it is
+        ctx.status = 201; // the enrollment body, as it is
         ctx.body = start;
       },
       (status, error) => showEnrollment(ctx, flow, pending, { status, error }),

@@ -43,8 +43,8 @@ function merge(base: SignerBase, patch: SignerPatch): ExternalJwtSignerInput {
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /**
- * The rules over the whole signer: an audience, always checked (spec 2.3: a JWT the IdP issued to
- * another application must not log in here); exactly one key source; a JWKS over https (plain http
+ * The rules over the whole signer: an audience, always checked (a JWT the IdP issued to another
+ * application must not log in here); exactly one key source; a JWKS over https (plain http
  * only on the loopback interface, where nobody can intercept it); a current certificate.
  */
 function checkKeySource(s: ExternalJwtSignerInput, now: Date): ExternalJwtSignerInput {

@@ -18,7 +18,7 @@ export interface Principal {
   mfaComplete: boolean;
   /**
    * The identity's policy names a secondary external JWT signer: a valid JWT of it must come
-   * with every API request (spec 5.3 item 2); null when none is required.
+   * with every API request; null when none is required.
    */
   requireExtJwtSigner: string | null;
   /** The identity's `externalId`: the secondary JWT must name it (signers with `useExternalId`). */
