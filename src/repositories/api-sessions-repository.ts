@@ -76,11 +76,22 @@ export const apiSessionsRepository = {
     return row && toApiSession(row);
   },
 
-  /** Slides the expiry; only a still-valid session is touched (one statement, no race with delete). */
-  async touch(db: Db, id: string, now: Date, expiresAt: Date): Promise<ApiSession | undefined> {
+  /**
+   * Slides the expiry of a still-valid session whose stored expiry is at or before `staleAt`: one
+   * statement, so neither a concurrent delete nor concurrent requests on other instances make it
+   * write more than once per slack.
+   */
+  async touch(
+    db: Db,
+    id: string,
+    now: Date,
+    expiresAt: Date,
+    staleAt: Date,
+  ): Promise<ApiSession | undefined> {
     const [row] = await db('api_sessions')
       .where({ id })
       .andWhere('expires_at', '>', now)
+      .andWhere('expires_at', '<=', staleAt)
       .update({ last_activity_at: now, expires_at: expiresAt })
       .returning('*');
     return row && toApiSession(row);

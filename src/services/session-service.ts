@@ -20,13 +20,16 @@ export interface NewSessionFacts {
 }
 
 /**
- * Legacy API sessions: an opaque token stored as its SHA-256, expiring after
- * `sessionTimeout` without use; each use slides the expiry, written at most every few seconds.
+ * Legacy API sessions: an opaque token stored as its SHA-256, expiring after `sessionTimeout`
+ * without use. The stored expiry is the session's real one (the one responses state); a use slides
+ * it only once it lags the slid value by a minute (or a tenth of the timeout if that is shorter), so
+ * a busy session costs one write a minute instead of one per request, and an idle session ends
+ * between that slack and `sessionTimeout` after its last use (docs/operations.md).
  */
 export function createSessionService({ db, sessionTimeout, now = () => new Date() }: SessionServiceDeps) {
   const timeoutMs = sessionTimeout * 1000;
   // Writes are skipped while the stored expiry is this close to the one a write would set.
-  const writeSlackMs = Math.min(5000, timeoutMs / 10);
+  const writeSlackMs = Math.min(60_000, timeoutMs / 10);
 
   return {
     async create(facts: NewSessionFacts, trx: Db = db): Promise<{ session: ApiSession; token: string }> {
@@ -55,10 +58,16 @@ export function createSessionService({ db, sessionTimeout, now = () => new Date(
       if (session.expiresAt <= at)
         throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
       const next = new Date(at.getTime() + timeoutMs);
-      if (next.getTime() - session.expiresAt.getTime() < writeSlackMs) return session;
-      const touched = await apiSessionsRepository.touch(db, session.id, at, next);
-      if (!touched) throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
-      return touched;
+      const stale = new Date(next.getTime() - writeSlackMs);
+      if (session.expiresAt > stale) return session;
+      const touched = await apiSessionsRepository.touch(db, session.id, at, next, stale);
+      if (touched) return touched;
+      // Nothing written: another request slid it first (the row is live), or it ended meanwhile.
+      const current = await apiSessionsRepository.findById(db, session.id);
+      if (!current) throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionInvalid()] });
+      if (current.expiresAt <= at)
+        throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
+      return current;
     },
 
     async end(sessionId: string): Promise<boolean> {
