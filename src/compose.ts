@@ -77,14 +77,11 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     // A failed read is retried by the one-second catch-up; it must not fail the admin's request.
     published: () => revocationState.refresh().catch(() => undefined),
   });
-  const identityContext = createIdentityContextCache({ knex });
-  revocationState.onIdentityRevoked((id) => identityContext.invalidate(id));
-  await revocationState.start();
   const lockout = createLoginLockout({ knex, revocations });
   const passwordMethod = createPasswordMethod({ knex, lockout });
   const policies = createPolicyService({ knex, revocations });
   const signers = createSignerService({ knex });
-  const cas = createCaService({ knex });
+  const cas = createCaService({ knex, changes: revocations });
   const certMethod = createCertMethod({ knex, pki });
   // The secondary external JWT is checked on every API request: its signer comes from memory.
   const signerCache = createSignerCache({ load: (id) => externalJwtSignersRepository.findById(knex, id) });
@@ -102,21 +99,38 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   const sealedTokens = await enrollmentTokens.protectPlainTokens(knex);
   if (sealedTokens > 0) logger.info({ enrollments: sealedTokens }, 'sealed plain enrollment tokens');
   const identityView = createIdentityView({ signEnrollmentJwt, tokens: enrollmentTokens });
+  const identityContext = createIdentityContextCache({
+    knex,
+    loadDetail: async (id) => {
+      const identity = await identitiesRepository.findById(knex, id);
+      return identity && (await identityView.factsOf(knex, [identity]))[0];
+    },
+  });
+  revocationState.onIdentityRevoked((id) => identityContext.invalidate(id));
+  await revocationState.start();
   const enrollments = createEnrollmentService({
     knex,
     enrollmentDuration: edge.enrollment.duration,
     signJwt: signEnrollmentJwt,
     tokens: enrollmentTokens,
+    changes: revocations,
   });
-  const identities = createIdentityService({ knex, revocations, enrollments, view: identityView });
-  const authenticators = createAuthenticatorService({ knex });
+  const identities = createIdentityService({
+    knex,
+    revocations,
+    enrollments,
+    view: identityView,
+    context: identityContext,
+  });
+  const authenticators = createAuthenticatorService({ knex, changes: revocations });
   const enroll = createEnrollmentCompletion({
     knex,
     pki,
     trustDomain: config.pki.trustDomain,
     tokens: enrollmentTokens,
+    changes: revocations,
   });
-  const totp = createTotpService({ knex, box, issuer: edge.totp.issuer });
+  const totp = createTotpService({ knex, box, issuer: edge.totp.issuer, changes: revocations });
   return {
     sessions,
     revocationState,

@@ -2,6 +2,7 @@ import {
   compactVerify,
   createLocalJWKSet,
   decodeJwt,
+  decodeProtectedHeader,
   errors as joseErrors,
   jwtVerify,
   type JSONWebKeySet,
@@ -32,9 +33,13 @@ export interface TokenVerifierDeps {
   issuers: () => string[];
   /** In-memory revocations, kept current across instances (ADR 0006). */
   revocations: Pick<RevocationState, 'isSessionRevoked' | 'isIdentityTokenRevoked'>;
-  identities: IdentityContextCache;
+  identities: Pick<IdentityContextCache, 'get'>;
   now?: () => Date;
+  /** How many verified access tokens are kept (least recently used go first). */
+  cacheSize?: number;
 }
+
+const CACHE_SIZE = 10_000;
 
 const invalid = (detail: string) =>
   new AppError('UNAUTHORIZED', { challenges: [challenges.bearerInvalid()], detail });
@@ -46,7 +51,14 @@ const invalid = (detail: string) =>
  */
 export function createTokenVerifier(deps: TokenVerifierDeps) {
   const now = deps.now ?? (() => new Date());
+  const cacheSize = deps.cacheSize ?? CACHE_SIZE;
   let keys: ReturnType<typeof createLocalJWKSet> | undefined;
+  let kids = new Set<string>();
+  // Verified tokens by their text: the signature check (the costly part) is done once per token. A
+  // hit is used only while the token is unexpired, its issuer still ours and its signing key still
+  // in the key set; revocations are checked on every request all the same (they are in memory).
+  // Insertion order of the Map is the recency order.
+  const verified = new Map<string, { claims: AccessTokenClaims; kid: string }>();
 
   const isOurs = (token: string) => {
     try {
@@ -57,7 +69,30 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
     }
   };
 
+  function cached(token: string): AccessTokenClaims | undefined {
+    const hit = verified.get(token);
+    if (!hit) return undefined;
+    verified.delete(token);
+    // jose's rule: expired once `exp` is at or below the current second (RFC 7519 §4.1.4).
+    const usable =
+      hit.claims.exp > Math.floor(now().getTime() / 1000) &&
+      kids.has(hit.kid) &&
+      deps.issuers().includes(String(hit.claims.iss));
+    if (!usable) return undefined;
+    verified.set(token, hit);
+    return hit.claims;
+  }
+
+  function remember(token: string, claims: AccessTokenClaims): void {
+    const kid = decodeProtectedHeader(token).kid;
+    if (typeof kid !== 'string' || typeof claims.exp !== 'number' || cacheSize <= 0) return;
+    verified.set(token, { claims, kid });
+    if (verified.size > cacheSize) verified.delete(verified.keys().next().value!);
+  }
+
   async function signatureAndClaims(token: string): Promise<AccessTokenClaims> {
+    const hit = cached(token);
+    if (hit) return hit;
     if (!keys) throw invalid('no key set loaded yet');
     try {
       const { payload } = await jwtVerify(token, keys, {
@@ -67,6 +102,7 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
         audience: ACCESS_TOKEN_AUDIENCE,
         currentDate: now(),
       });
+      remember(token, payload as AccessTokenClaims);
       return payload as AccessTokenClaims;
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) {
@@ -153,6 +189,7 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
   return {
     setKeys(publicJwks: JWK[]): void {
       keys = createLocalJWKSet({ keys: publicJwks } as JSONWebKeySet);
+      kids = new Set(publicJwks.map((k) => k.kid).filter((kid): kid is string => typeof kid === 'string'));
     },
     verifyAccessToken,
     verifyIdTokenHint,

@@ -106,13 +106,16 @@ export const apiSessionsRepository = {
   },
 
   /** Which of these identities have a live API session. */
-  async activeAmong(db: Db, identityIds: string[], now: Date): Promise<Set<string>> {
-    if (identityIds.length === 0) return new Set();
-    const rows = await db('api_sessions')
+  /** Per identity with a live API session, the latest expiry among its sessions. */
+  async activeUntilAmong(db: Db, identityIds: string[], now: Date): Promise<Map<string, Date>> {
+    if (identityIds.length === 0) return new Map();
+    const rows: { identity_id: string; until: Date | string }[] = await db('api_sessions')
       .whereIn('identity_id', identityIds)
       .andWhere('expires_at', '>', now)
-      .distinct('identity_id');
-    return new Set(rows.map((r: { identity_id: string }) => r.identity_id));
+      .groupBy('identity_id')
+      .select('identity_id')
+      .max({ until: 'expires_at' });
+    return new Map(rows.map((r) => [r.identity_id, new Date(r.until)]));
   },
 
   async delete(db: Db, id: string): Promise<ApiSession | undefined> {

@@ -129,6 +129,14 @@ export const enrollmentsRepository = {
     return changed > 0;
   },
 
+  /** The identities with an enrollment through this CA (ottca). */
+  async identitiesWithCa(db: Db, caId: string): Promise<string[]> {
+    const rows: { identity_id: string }[] = await db('enrollments')
+      .where({ ca_id: caId })
+      .distinct('identity_id');
+    return rows.map((r) => r.identity_id);
+  },
+
   async delete(db: Db, id: string): Promise<Enrollment | undefined> {
     const [row] = await db('enrollments').where({ id }).delete().returning('*');
     return row && toEnrollment(row);

@@ -79,7 +79,7 @@ export function authenticateRoutes(router: Router, deps: RouteDeps): void {
 /** `GET /current-identity`: the caller's identity detail. */
 export function currentIdentityRoutes(router: Router, deps: RouteDeps): void {
   router.get('/current-identity', authenticate(deps.principals), async (ctx: Context) => {
-    sendData(ctx, await deps.identities.get(principalOf(ctx).identityId));
+    sendData(ctx, await deps.identities.current(principalOf(ctx).identityId));
   });
 }
 

@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
 import { mapPage, type ListQuery } from '../db/list-query.js';
+import { inTransaction } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
+import type { IdentityChangeFeed } from './revocation-service.js';
 
 /** What the management API shows of an authenticator: never the password hash. */
 export function authenticatorView(a: Authenticator) {
@@ -19,7 +21,7 @@ export function authenticatorView(a: Authenticator) {
 }
 
 /** `/authenticators`: list, detail, delete. */
-export function createAuthenticatorService({ knex }: { knex: Knex }) {
+export function createAuthenticatorService({ knex, changes }: { knex: Knex; changes: IdentityChangeFeed }) {
   return {
     async list(q: ListQuery) {
       return mapPage(await authenticatorsRepository.list(knex, q), (items) => items.map(authenticatorView));
@@ -32,7 +34,11 @@ export function createAuthenticatorService({ knex }: { knex: Knex }) {
     },
 
     async delete(id: string): Promise<void> {
-      if (!(await authenticatorsRepository.delete(knex, id))) throw new AppError('NOT_FOUND');
+      await inTransaction(knex, async (trx, afterCommit) => {
+        const deleted = await authenticatorsRepository.delete(trx, id);
+        if (!deleted) throw new AppError('NOT_FOUND');
+        await changes.identityChanged(trx, afterCommit, deleted.identityId);
+      });
     },
   };
 }

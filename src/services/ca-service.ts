@@ -12,10 +12,14 @@ import {
 } from '../crypto/certificates.js';
 import { casRepository, type Ca, type CaChanges } from '../repositories/cas-repository.js';
 import type { CaCreateInput, CaUpdateInput } from '../schemas/ca-schemas.js';
+import { enrollmentsRepository } from '../repositories/enrollments-repository.js';
 import { DEFAULT_IDENTITY_NAME_FORMAT } from './identity-name-format.js';
+import type { IdentityChangeFeed } from './revocation-service.js';
 
 export interface CaServiceDeps {
   knex: Knex;
+  /** Publishes writes to what an identity's detail shows (services/revocation-service.ts). */
+  changes: IdentityChangeFeed;
   now?: () => Date;
 }
 
@@ -54,7 +58,7 @@ const changesOf = (input: CaUpdateInput): CaChanges =>
   Object.fromEntries(Object.entries(input).filter(([k, v]) => v !== undefined && k !== 'certPem'));
 
 /** 3rd-party CAs: registered, then proven by a certificate naming the token. */
-export function createCaService({ knex, now = () => new Date() }: CaServiceDeps) {
+export function createCaService({ knex, changes, now = () => new Date() }: CaServiceDeps) {
   return {
     async list(q: ListQuery) {
       return mapPage(await casRepository.list(knex, q), (items) => items.map(caView));
@@ -115,8 +119,12 @@ export function createCaService({ knex, now = () => new Date() }: CaServiceDeps)
     },
 
     async remove(id: string): Promise<void> {
-      // Outstanding OTTCA enrollments go with it (FK cascade).
-      if (!(await casRepository.delete(knex, id))) throw notFound();
+      // Outstanding OTTCA enrollments go with it (FK cascade): their identities' details change.
+      await inTransaction(knex, async (trx, afterCommit) => {
+        const holders = await enrollmentsRepository.identitiesWithCa(trx, id);
+        if (!(await casRepository.delete(trx, id))) throw notFound();
+        for (const identityId of holders) await changes.identityChanged(trx, afterCommit, identityId);
+      });
     },
 
     /** `POST /cas/{id}/verify`: a certificate signed by the CA whose subject CN is the token. */

@@ -20,6 +20,7 @@ import {
 } from '../repositories/enrollments-repository.js';
 import { createCaAutoEnrollment } from './ca-auto-enrollment.js';
 import type { EnrollmentTokens } from './enrollment-tokens.js';
+import type { IdentityChangeFeed } from './revocation-service.js';
 import { passwordRuleViolation } from './password-rules.js';
 import type { PkiMaterial } from './pki-service.js';
 
@@ -29,6 +30,8 @@ export interface EnrollmentCompletionDeps {
   /** SPIFFE trust domain of the URI SAN that names the identity (`config.pki.trustDomain`). */
   trustDomain: string;
   tokens: Pick<EnrollmentTokens, 'lookupHash'>;
+  /** Publishes writes to what an identity's detail shows (services/revocation-service.ts). */
+  changes: IdentityChangeFeed;
   now?: () => Date;
 }
 
@@ -59,7 +62,7 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
   }
 
   async function consumeInto(e: Pending, credential: Credential): Promise<void> {
-    await inTransaction(knex, async (trx) => {
+    await inTransaction(knex, async (trx, afterCommit) => {
       const consumed = await enrollmentsRepository.consume(trx, e.tokenHash, {
         method: e.method,
         validAt: now(),
@@ -71,6 +74,7 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
         method: e.method === 'updb' ? 'updb' : 'cert',
         ...credential,
       });
+      await deps.changes.identityChanged(trx, afterCommit, consumed.identityId);
     });
   }
 

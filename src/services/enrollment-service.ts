@@ -14,6 +14,7 @@ import {
 } from '../repositories/enrollments-repository.js';
 import type { EnrollmentCreateInput } from '../schemas/enrollment-schemas.js';
 import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
+import type { IdentityChangeFeed } from './revocation-service.js';
 
 export interface EnrollmentServiceDeps {
   knex: Knex;
@@ -21,6 +22,8 @@ export interface EnrollmentServiceDeps {
   enrollmentDuration: number;
   signJwt: (enrollment: OpenEnrollment) => Promise<string>;
   tokens: Pick<EnrollmentTokens, 'protect' | 'open'>;
+  /** Publishes writes to what an identity's detail shows (services/revocation-service.ts). */
+  changes: IdentityChangeFeed;
   now?: () => Date;
 }
 
@@ -120,11 +123,13 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
     addInTransaction,
 
     async create(input: EnrollmentCreateInput): Promise<Enrollment> {
-      return inTransaction(knex, async (trx) => {
+      return inTransaction(knex, async (trx, afterCommit) => {
         // The row lock orders this against other enrollments and deletion of the same identity.
         const identity = await identitiesRepository.findByIdForUpdate(trx, input.identityId);
         if (!identity) throw notFound('identityId', 'no such identity');
-        return addInTransaction(trx, input);
+        const added = await addInTransaction(trx, input);
+        await deps.changes.identityChanged(trx, afterCommit, input.identityId);
+        return added;
       });
     },
 
@@ -137,13 +142,21 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
     },
 
     async delete(id: string): Promise<void> {
-      if (!(await enrollmentsRepository.delete(knex, id))) throw new AppError('NOT_FOUND');
+      await inTransaction(knex, async (trx, afterCommit) => {
+        const deleted = await enrollmentsRepository.delete(trx, id);
+        if (!deleted) throw new AppError('NOT_FOUND');
+        await deps.changes.identityChanged(trx, afterCommit, deleted.identityId);
+      });
     },
 
     /** New expiry, same token: the JWT shown for it changes with its `exp`. */
     async refresh(id: string, expiresAt: Date): Promise<void> {
       if (expiresAt <= now()) throw validationError('expiresAt', 'must be in the future');
-      if (!(await enrollmentsRepository.updateExpiry(knex, id, expiresAt))) throw new AppError('NOT_FOUND');
+      await inTransaction(knex, async (trx, afterCommit) => {
+        const updated = await enrollmentsRepository.updateExpiry(trx, id, expiresAt);
+        if (!updated) throw new AppError('NOT_FOUND');
+        await deps.changes.identityChanged(trx, afterCommit, updated.identityId);
+      });
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { identitiesRepository } from '../repositories/identities-repository.js';
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
+import type { IdentityFacts } from './identity-view.js';
 
 /** What a bearer request needs of its identity beyond the token's own claims. */
 export interface IdentityContext {
@@ -17,6 +18,8 @@ export interface IdentityContextDeps {
   /** A safety net only: revocation events invalidate entries at once. */
   ttlMs?: number;
   now?: () => number;
+  /** Reads what the identity detail is made of (`current-identity`); kept and dropped like the facts. */
+  loadDetail?: (id: string) => Promise<IdentityFacts | undefined>;
 }
 
 /**
@@ -24,13 +27,30 @@ export interface IdentityContextDeps {
  * nothing from the database; docs/architecture.md). Every change that matters to a token — deletion,
  * disabling, isAdmin, the policy or its secondary block — records an identity revocation, which drops the
  * entry here (`invalidate`) and refuses the older tokens anyway; a rename records a facts-only event, which
- * drops the entry and refuses nothing.
+ * drops the entry and refuses nothing. The identity detail shown to the identity itself is kept the same
+ * way: every write to the identity, its role attributes, authenticators, enrollments or TOTP publishes
+ * such an event.
  */
-export function createIdentityContextCache({ knex, ttlMs = 300_000, now = Date.now }: IdentityContextDeps) {
+export function createIdentityContextCache({
+  knex,
+  ttlMs = 300_000,
+  now = Date.now,
+  loadDetail,
+}: IdentityContextDeps) {
   const entries = new Map<string, { value: IdentityContext; at: number }>();
   const loading = new Map<string, Promise<IdentityContext | undefined>>();
+  const details = new Map<string, { value: IdentityFacts; at: number }>();
+  const loadingDetails = new Map<string, Promise<IdentityFacts | undefined>>();
   // Bumped by `invalidate`: a load that started before an invalidation must not be cached.
   const versions = new Map<string, number>();
+
+  async function loadDetailOf(id: string): Promise<IdentityFacts | undefined> {
+    if (!loadDetail) throw new Error('identity details are not loaded by this cache');
+    const version = versions.get(id) ?? 0;
+    const value = await loadDetail(id);
+    if (value && (versions.get(id) ?? 0) === version) details.set(id, { value, at: now() });
+    return value;
+  }
 
   async function load(id: string): Promise<IdentityContext | undefined> {
     const version = versions.get(id) ?? 0;
@@ -58,9 +78,26 @@ export function createIdentityContextCache({ knex, ttlMs = 300_000, now = Date.n
       }
       return pending;
     },
+    /**
+     * The facts of the identity detail. Reread once the latest API session known at reading time has
+     * ended: a session started since would otherwise not show.
+     */
+    async detail(id: string): Promise<IdentityFacts | undefined> {
+      const hit = details.get(id);
+      const t = now();
+      if (hit && t - hit.at < ttlMs && hit.value.sessionsUntil > t) return hit.value;
+      let pending = loadingDetails.get(id);
+      if (!pending) {
+        pending = loadDetailOf(id).finally(() => loadingDetails.delete(id));
+        loadingDetails.set(id, pending);
+      }
+      return pending;
+    },
     invalidate(id: string): void {
       entries.delete(id);
       loading.delete(id);
+      details.delete(id);
+      loadingDetails.delete(id);
       versions.set(id, (versions.get(id) ?? 0) + 1);
     },
   };

@@ -19,6 +19,7 @@ import type {
   IdentityReplaceInput,
 } from '../schemas/identity-schemas.js';
 import type { EnrollmentService } from './enrollment-service.js';
+import type { IdentityContextCache } from './identity-context.js';
 import type { IdentityView } from './identity-view.js';
 import type { RevocationService } from './revocation-service.js';
 
@@ -27,6 +28,8 @@ export interface IdentityServiceDeps {
   revocations: RevocationService;
   enrollments: EnrollmentService;
   view: IdentityView;
+  /** Keeps the detail an identity reads of itself (`current-identity`) in memory. */
+  context: Pick<IdentityContextCache, 'detail'>;
   now?: () => Date;
 }
 
@@ -81,11 +84,11 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       if (revoke) await revocations.revokeIdentity(trx, id, changes);
       else await identitiesRepository.update(trx, id, changes);
       if (roleAttributes !== undefined) await roleAttributesRepository.replace(trx, id, roleAttributes);
-      // A rename ends no access, but tokens show the name (userinfo, current-api-session, the
-      // TOTP label): every instance must drop its cached facts now, not at the cache's expiry.
-      const renamed = !revoke && u.name !== undefined && u.name !== current.name;
-      if (renamed) await revocations.recordIdentityChanged(trx, id);
-      if (revoke || renamed) afterCommit(revocations.afterCommit);
+      // Any other change ends no access, but tokens show the name (userinfo, current-api-session,
+      // the TOTP label) and the identity reads its own detail from memory: every instance must drop
+      // its cached facts now, not at the cache's expiry.
+      if (!revoke) await revocations.recordIdentityChanged(trx, id);
+      afterCommit(revocations.afterCommit);
     });
   }
 
@@ -128,6 +131,13 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       return detail;
     },
 
+    /** The detail an identity reads of itself: from memory once read, until the identity changes. */
+    async current(id: string) {
+      const facts = await deps.context.detail(id);
+      if (!facts) throw notFound();
+      return deps.view.render(facts);
+    },
+
     /** PUT: every mutable field takes the given or default value. */
     replace: (id: string, input: IdentityReplaceInput) => update(id, input),
 
@@ -159,9 +169,11 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     },
 
     async enable(id: string): Promise<void> {
-      await inTransaction(knex, async (trx) => {
+      await inTransaction(knex, async (trx, afterCommit) => {
         await lockIdentity(trx, id);
         await identitiesRepository.update(trx, id, { disabled: false, disabledUntil: null });
+        await revocations.recordIdentityChanged(trx, id);
+        afterCommit(revocations.afterCommit);
       });
     },
 

@@ -47,43 +47,79 @@ async function enrollmentView(
   return view;
 }
 
+/**
+ * What the detail of one identity is made of, read from the database. Everything that changes with
+ * the clock alone (disabled until, live sessions) is evaluated when it is shown, so these facts can be
+ * kept until the identity, its authenticators, enrollments or TOTP change (each such write publishes an
+ * identity change, services/revocation-service.ts).
+ */
+export interface IdentityFacts {
+  identity: Identity;
+  roleAttributes: string[];
+  authenticators: Authenticator[];
+  enrollments: Enrollment[];
+  isMfaEnabled: boolean;
+  /** The latest expiry among the identity's API sessions at reading time (epoch ms; 0: none). */
+  sessionsUntil: number;
+  /** The enrollment part, signed once when first shown. */
+  enrollmentView?: Promise<Record<string, unknown>>;
+}
+
 /** The identity detail (authenticators, enrollments, MFA, session), for a page of identities at once. */
 export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new Date() }: IdentityViewDeps) {
-  return async function viewIdentities(db: Db, identities: Identity[]) {
+  async function factsOf(db: Db, identities: Identity[]): Promise<IdentityFacts[]> {
     const ids = identities.map((i) => i.id);
     const [roles, authenticators, enrollments, mfa, sessions] = await Promise.all([
       roleAttributesRepository.listFor(db, ids),
       authenticatorsRepository.listFor(db, ids),
       enrollmentsRepository.listFor(db, ids),
       mfaTotpRepository.verifiedAmong(db, ids),
-      apiSessionsRepository.activeAmong(db, ids, now()),
+      apiSessionsRepository.activeUntilAmong(db, ids, now()),
     ]);
-    return Promise.all(
-      identities.map(async (i) => ({
-        id: i.id,
-        name: i.name,
-        type: i.type,
-        isAdmin: i.isAdmin,
-        isDefaultAdmin: i.isDefaultAdmin,
-        externalId: i.externalId,
-        authPolicyId: i.authPolicyId,
-        roleAttributes: roles.get(i.id) ?? [],
-        tags: i.tags,
-        disabled: isDisabled(i, now()),
-        disabledUntil: i.disabledUntil?.toISOString() ?? null,
-        isMfaEnabled: mfa.has(i.id),
-        hasApiSession: sessions.has(i.id),
-        authenticators: authenticatorsView(authenticators.filter((a) => a.identityId === i.id)),
-        enrollment: await enrollmentView(
-          enrollments.filter((e) => e.identityId === i.id),
-          signEnrollmentJwt,
-          tokens,
-        ),
-        createdAt: i.createdAt.toISOString(),
-        updatedAt: i.updatedAt.toISOString(),
-      })),
-    );
-  };
+    return identities.map((identity) => ({
+      identity,
+      roleAttributes: roles.get(identity.id) ?? [],
+      authenticators: authenticators.filter((a) => a.identityId === identity.id),
+      enrollments: enrollments.filter((e) => e.identityId === identity.id),
+      isMfaEnabled: mfa.has(identity.id),
+      sessionsUntil: sessions.get(identity.id)?.getTime() ?? 0,
+    }));
+  }
+
+  async function render(facts: IdentityFacts) {
+    const i = facts.identity;
+    facts.enrollmentView ??= enrollmentView(facts.enrollments, signEnrollmentJwt, tokens);
+    const enrollment = await facts.enrollmentView.catch((err: unknown) => {
+      facts.enrollmentView = undefined;
+      throw err;
+    });
+    return {
+      id: i.id,
+      name: i.name,
+      type: i.type,
+      isAdmin: i.isAdmin,
+      isDefaultAdmin: i.isDefaultAdmin,
+      externalId: i.externalId,
+      authPolicyId: i.authPolicyId,
+      roleAttributes: facts.roleAttributes,
+      tags: i.tags,
+      disabled: isDisabled(i, now()),
+      disabledUntil: i.disabledUntil?.toISOString() ?? null,
+      isMfaEnabled: facts.isMfaEnabled,
+      hasApiSession: facts.sessionsUntil > now().getTime(),
+      authenticators: authenticatorsView(facts.authenticators),
+      enrollment,
+      createdAt: i.createdAt.toISOString(),
+      updatedAt: i.updatedAt.toISOString(),
+    };
+  }
+
+  async function viewIdentities(db: Db, identities: Identity[]) {
+    return Promise.all((await factsOf(db, identities)).map(render));
+  }
+
+  return Object.assign(viewIdentities, { factsOf, render });
 }
 
 export type IdentityView = ReturnType<typeof createIdentityView>;
+export type IdentityDetail = Awaited<ReturnType<IdentityView['render']>>;

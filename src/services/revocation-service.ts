@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import type { AfterCommit } from '../db/transaction.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { identitiesRepository, type IdentityChanges } from '../repositories/identities-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
@@ -32,6 +33,24 @@ export function createRevocationService(deps: RevocationServiceDeps) {
   const hooks = deps.hooks ?? [];
   const expiry = () => new Date(now().getTime() + deps.retentionSeconds() * 1000);
 
+  /**
+   * A change of what tokens show of the identity (its name) or of its detail that ends no access:
+   * every instance drops its cached facts, and no token is refused.
+   */
+  async function recordIdentityChanged(trx: Db, identityId: string): Promise<void> {
+    await revocationsRepository.insert(trx, {
+      kind: 'identity_facts',
+      subject: identityId,
+      generation: null,
+      expiresAt: new Date(now().getTime() + FACTS_RETENTION_SECONDS * 1000),
+    });
+  }
+
+  /** Resolves once this process enforces what was just committed (the caller's next request sees it). */
+  async function afterCommit(): Promise<void> {
+    await deps.published?.();
+  }
+
   return {
     hooks,
 
@@ -58,17 +77,15 @@ export function createRevocationService(deps: RevocationServiceDeps) {
       });
     },
 
+    recordIdentityChanged,
+
     /**
-     * A change of what tokens show of the identity (its name) that ends no access: every instance
-     * drops its cached facts, and no token is refused.
+     * A write to what the identity's detail shows (role attributes, authenticators, enrollments,
+     * TOTP): recorded in the transaction; this process applies it after commit, the others by the feed.
      */
-    async recordIdentityChanged(trx: Db, identityId: string): Promise<void> {
-      await revocationsRepository.insert(trx, {
-        kind: 'identity_facts',
-        subject: identityId,
-        generation: null,
-        expiresAt: new Date(now().getTime() + FACTS_RETENTION_SECONDS * 1000),
-      });
+    async identityChanged(trx: Db, onCommit: AfterCommit, identityId: string): Promise<void> {
+      await recordIdentityChanged(trx, identityId);
+      onCommit(afterCommit);
     },
 
     async revokeApiSession(trx: Db, sessionId: string): Promise<void> {
@@ -81,11 +98,9 @@ export function createRevocationService(deps: RevocationServiceDeps) {
       });
     },
 
-    /** Resolves once this process enforces what was just committed (the caller's next request sees it). */
-    async afterCommit(): Promise<void> {
-      await deps.published?.();
-    },
+    afterCommit,
   };
 }
 
 export type RevocationService = ReturnType<typeof createRevocationService>;
+export type IdentityChangeFeed = Pick<RevocationService, 'identityChanged'>;

@@ -156,4 +156,44 @@ describe('bearer tokens on the edge APIs', () => {
     // The once-a-second revocation catch-up read is per process, not per request.
     expect(queries.filter((sql) => !sql.includes('"revocations"'))).toEqual([]);
   });
+
+  test('current-identity reads nothing from the database once warm, and shows every change at once', async () => {
+    const api = managementApi(server, await server.adminToken());
+    const user = await enrolledUpdbUser(server, api, 'cached-detail-user');
+    const { tokens } = await passwordLogin(server.client, user.username, user.password);
+    const detail = async () => {
+      const res = await me(tokens.access_token);
+      expect(res.status).toBe(200);
+      return res.body.data;
+    };
+    expect((await detail()).name).toBe('cached-detail-user');
+
+    const queries: string[] = [];
+    const record = (q: { sql: string }) => queries.push(q.sql);
+    server.app.knex.on('query', record);
+    try {
+      for (let i = 0; i < 20; i++) await detail();
+    } finally {
+      server.app.knex.off('query', record);
+    }
+    expect(queries.filter((sql) => !sql.includes('"revocations"'))).toEqual([]);
+
+    expect(
+      (await api.patch(`/identities/${user.id}`, { body: { name: 'cached-detail-renamed' } })).status,
+    ).toBe(200);
+    expect((await detail()).name).toBe('cached-detail-renamed');
+    const roles = { roleAttributes: ['cached-role'] };
+    expect((await api.patch(`/identities/${user.id}`, { body: roles })).status).toBe(200);
+    expect((await detail()).roleAttributes).toEqual(['cached-role']);
+
+    const added = await api.post('/enrollments', { body: { identityId: user.id, method: 'ott' } });
+    expect(added.status).toBe(201);
+    expect(Object.keys((await detail()).enrollment)).toEqual(['ott']);
+    expect((await api.delete(`/enrollments/${added.body.data.id}`)).status).toBe(200);
+    expect((await detail()).enrollment).toEqual({});
+
+    const updb = (await detail()).authenticators.updb.id;
+    expect((await api.delete(`/authenticators/${updb}`)).status).toBe(200);
+    expect((await detail()).authenticators).toEqual({});
+  });
 });

@@ -6,6 +6,7 @@ import { AppError } from '../../errors/app-error.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
 import { mfaRecoveryCodesRepository } from '../../repositories/mfa-recovery-codes-repository.js';
 import { mfaTotpRepository, type TotpConfig } from '../../repositories/mfa-totp-repository.js';
+import type { IdentityChangeFeed } from '../revocation-service.js';
 import { provisioningUrl } from './provisioning-url.js';
 import { createRecoveryCodeHasher, newRecoveryCodes, normalizeRecoveryCode } from './recovery-codes.js';
 import { createTotpAttempts } from './totp-attempts.js';
@@ -16,6 +17,8 @@ export interface TotpServiceDeps {
   box: SecretBox;
   /** `edge.totp.issuer`: the display name in the provisioning URL. */
   issuer: string;
+  /** Publishes a verified configuration coming or going (the identity detail shows it). */
+  changes?: IdentityChangeFeed;
   now?: () => Date;
 }
 
@@ -52,7 +55,7 @@ const withoutSpaces = (code: string) => code.replace(/\s/g, '');
  * recovery codes. RFC 6238 SHA-1/6 digits/30 s/±1 step; each time step accepted once per
  * identity; the secret sealed with the master key; at most 5 failed codes per 15 minutes.
  */
-export function createTotpService({ knex, box, issuer, now = () => new Date() }: TotpServiceDeps) {
+export function createTotpService({ knex, box, issuer, changes, now = () => new Date() }: TotpServiceDeps) {
   const hashCode = createRecoveryCodeHasher(knex, box);
   const limited = createTotpAttempts({ knex, now });
   const invalid = (code: InvalidCodeError, detail: string) => new AppError(code, { detail });
@@ -139,8 +142,11 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
       matchTotpStep(box.open(config.secretEnc), withoutSpaces(code), now(), config.lastUsedStep),
     );
     if (step === undefined) throw invalid('MFA_INVALID_TOKEN', 'wrong enrollment code');
-    const verified = await mfaTotpRepository.markVerified(knex, identityId, step, now(), config.secretEnc);
-    if (!verified) throw invalid('MFA_INVALID_TOKEN', 'enrollment changed or code replayed');
+    await inTransaction(knex, async (trx, afterCommit) => {
+      const verified = await mfaTotpRepository.markVerified(trx, identityId, step, now(), config.secretEnc);
+      if (!verified) throw invalid('MFA_INVALID_TOKEN', 'enrollment changed or code replayed');
+      await changes?.identityChanged(trx, afterCommit, identityId);
+    });
   }
 
   /** Drops an unverified enrollment (the marked one) and its codes; 404 when none is in progress. */
@@ -163,9 +169,10 @@ export function createTotpService({ knex, box, issuer, now = () => new Date() }:
     if (!config.isVerified) return abandonEnrollment(identityId);
     if (!code) throw invalid('MFA_INVALID_TOKEN', 'a code is required to remove a verified configuration');
     await verifyLoginCode(identityId, code);
-    await inTransaction(knex, async (trx) => {
+    await inTransaction(knex, async (trx, afterCommit) => {
       await mfaTotpRepository.delete(trx, identityId);
       await mfaRecoveryCodesRepository.deleteAll(trx, identityId);
+      await changes?.identityChanged(trx, afterCommit, identityId);
     });
   }
 
