@@ -31,7 +31,7 @@ export function formatChallenge(c: Challenge): string {
 
 /** The error of an OAuth protected resource (RFC 6750 §3.1); none when no token was sent. */
 export interface OAuthBearerError {
-  error?: 'invalid_token';
+  error?: 'invalid_token' | 'insufficient_scope';
   description?: string;
 }
 

@@ -1,27 +1,9 @@
 import type { Context, Next } from 'koa';
 import { validationError } from '../errors/app-error.js';
+import { CONTROL_REASON, isForbidden } from '../schemas/safe-text.js';
 
 /** Deepest nesting of objects and arrays a request body may have; the top level is 1. */
 export const MAX_NESTING = 32;
-
-/**
- * C0 control characters other than TAB, LF and CR, and UTF-16 surrogates without their pair. NUL
- * cannot be stored in PostgreSQL text or jsonb at all, jsonb refuses a lone surrogate, and none
- * of them belongs in a name, id, code, token or password that a client could type; TAB, LF and
- * CR do occur in legitimate text (PEM, descriptions).
- */
-const LONE_SURROGATE = /\p{Cs}/u;
-
-function isForbidden(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return true;
-  }
-  return LONE_SURROGATE.test(text);
-}
-
-export const CONTROL_REASON =
-  'must not contain control characters other than tab, line feed and carriage return, nor unpaired surrogates';
 
 export interface InputProblem {
   /** The top-level member holding the bad value, or undefined when that cannot be named. */

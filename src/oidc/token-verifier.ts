@@ -160,6 +160,7 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
         mfaComplete: mfa,
         requireExtJwtSigner: identity.requireExtJwtSigner,
         externalId: identity.externalId ?? null,
+        scopes: typeof claims.scope === 'string' ? claims.scope.split(' ') : [],
       };
     },
   };

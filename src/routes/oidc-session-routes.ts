@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
-import { challenges } from '../errors/www-authenticate.js';
+import { challenges, formatOAuthBearerChallenge } from '../errors/www-authenticate.js';
 import { secondaryExtJwtGate, type PrincipalResolver } from '../middleware/authenticate.js';
 import { bearerTokens } from '../services/auth/bearer-tokens.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
@@ -42,6 +42,17 @@ export function oidcSessionRoutes(router: Router, oidc: Oidc, principals: Princi
       throw new AppError('UNAUTHORIZED', { challenges: challenges.missing().slice(1) });
     const principal = await oidc.verifier.bearer.verify(tokens, ctx.headers);
     await secondaryExtJwtGate(principals, tokens, principal);
+    // A token refreshed down to a scope without openid belongs to no OpenID request (RFC 6750 §3.1).
+    if (!principal.scopes.includes('openid')) {
+      const refusal = {
+        error: 'insufficient_scope',
+        description: 'the access token lacks the openid scope',
+      } as const;
+      ctx.status = 403;
+      ctx.set('WWW-Authenticate', formatOAuthBearerChallenge(refusal));
+      ctx.body = { error: refusal.error, error_description: refusal.description };
+      return;
+    }
     ctx.body = { sub: principal.identityId, name: principal.identityName };
   };
   router.get('/oidc/userinfo', userinfo);

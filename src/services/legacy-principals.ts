@@ -32,6 +32,7 @@ export function createLegacyPrincipals({ knex, sessions }: { knex: Knex; session
       mfaPending: session.mfaRequired && !session.mfaComplete,
       mfaRequired: session.mfaRequired,
       mfaComplete: session.mfaComplete,
+      scopes: [],
       requireExtJwtSigner: policy?.secondary.requireExtJwt ?? null,
       externalId: identity.externalId,
     };

@@ -263,6 +263,21 @@ describe('auto CA enrollment (POST /enroll?method=ca)', () => {
     expect(await identityNamed('toggled-late')).toHaveLength(1);
   });
 
+  test('a common name with NUL or an escape sequence is 400 on field name, leaving no rows', async () => {
+    const { ca } = await registeredCa('hostile-cn');
+    const nul = await issueClientCert(ca, { commonName: 'ad\u0000min' });
+    const escape = await issueClientCert(ca, { commonName: 'a\u001b[31mred' });
+    const before = await rowCounts();
+
+    const responses = [await enrollCa(nul), await enrollCa(escape)];
+
+    for (const res of responses) {
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field: 'name' } });
+    }
+    expect(await rowCounts()).toEqual(before);
+  });
+
   test('the generic form takes only method=ca', async () => {
     const { ca } = await registeredCa('generic');
     const device = await issueClientCert(ca, { commonName: 'g' });

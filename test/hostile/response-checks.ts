@@ -1,4 +1,4 @@
-import { CONTROL_REASON } from '../../src/middleware/check-input.js';
+import { CONTROL_REASON } from '../../src/schemas/safe-text.js';
 import type { TestResponse } from '../helpers/https-client.js';
 import { resolve, schemaProblems } from '../openapi/schema-check.js';
 import type { HostileRequest } from './hostile-requests.js';

@@ -27,6 +27,29 @@ describe('userinfo, end_session, revocation and bearer tokens on the Edge APIs',
     expect(refresh.body.error).toBe('invalid_grant');
   }
 
+  test('userinfo refuses an access token refreshed down to a scope without openid: 403 insufficient_scope', async () => {
+    const tokens = await login();
+    const narrowed = await server.client.post('/oidc/token', {
+      form: {
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token!,
+        client_id: 'svc',
+        scope: 'offline_access',
+      },
+    });
+    expect(narrowed.status).toBe(200);
+
+    const res = await server.client.get('/oidc/userinfo', bearer(narrowed.body.access_token));
+    const full = await server.client.get('/oidc/userinfo', bearer(tokens.access_token));
+
+    expect(res.status).toBe(403);
+    expect(res.header('www-authenticate')).toBe(
+      'Bearer realm="svc-oidc", error="insufficient_scope", error_description="the access token lacks the openid scope"',
+    );
+    expect(res.body).toEqual({ error: 'insufficient_scope', error_description: expect.any(String) });
+    expect(full.status).toBe(200);
+  });
+
   test('a bearer access token authenticates current-identity on the client and management APIs', async () => {
     const user = await enrolledUpdbUser(server, api, 'bearer-user');
     const { tokens } = await passwordLogin(server.client, user.username, user.password);

@@ -23,6 +23,8 @@ export interface Principal {
   requireExtJwtSigner: string | null;
   /** The identity's `externalId`: the secondary JWT must name it (signers with `useExternalId`). */
   externalId?: string | null;
+  /** The OAuth scopes of a bearer token (`scope` claim); none for a legacy session. */
+  scopes: string[];
 }
 
 /** Verifies `Authorization: Bearer` access tokens (the OIDC layer provides it). */
