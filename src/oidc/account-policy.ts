@@ -2,11 +2,14 @@ import { errors, type Account, type FindAccount, type KoaContextWithOIDC } from 
 import type { Identity } from '../repositories/identities-repository.js';
 import { isForeignKeyViolation } from '../db/db-errors.js';
 import { isDisabled } from '../services/auth/identity-status.js';
+import type { GrantPrefetch } from './grant-prefetch.js';
 import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
 
 export interface AccountPolicyDeps {
   findIdentity: (id: string) => Promise<Identity | undefined>;
   sessions: OidcSessions;
+  /** What the refresh token's read already brought of its grant within this request. */
+  prefetch?: GrantPrefetch;
   now?: () => Date;
 }
 
@@ -24,14 +27,23 @@ export const completedLoginOf = (ctx: KoaContextWithOIDC): LoginFacts | undefine
  * The provider's view of identities and of our login facts: accounts, token claims and the
  * grant policy of the first-party client.
  */
-export function createAccountPolicy({ findIdentity, sessions, now = () => new Date() }: AccountPolicyDeps) {
+export function createAccountPolicy({
+  findIdentity,
+  sessions,
+  prefetch,
+  now = () => new Date(),
+}: AccountPolicyDeps) {
   // One token request asks for a grant's facts twice (account, then claims): read them once.
   const perRequest = new WeakMap<object, Map<string, Promise<LoginFacts | undefined>>>();
   function factsOf(ctx: object, grantId: string): Promise<LoginFacts | undefined> {
     let byGrant = perRequest.get(ctx);
     if (!byGrant) perRequest.set(ctx, (byGrant = new Map()));
     let facts = byGrant.get(grantId);
-    if (!facts) byGrant.set(grantId, (facts = sessions.factsOf(grantId)));
+    if (!facts) {
+      const hit = prefetch?.get(ctx, grantId);
+      facts = hit ? Promise.resolve(hit.facts) : sessions.factsOf(grantId);
+      byGrant.set(grantId, facts);
+    }
     return facts;
   }
 
@@ -40,7 +52,8 @@ export function createAccountPolicy({ findIdentity, sessions, now = () => new Da
    * `invalid_grant`); neither has a grant whose API session ended or whose identity was revoked.
    */
   const findAccount: FindAccount = async (ctx, sub, token) => {
-    const identity = await findIdentity(sub);
+    const hit = token?.grantId ? prefetch?.get(ctx, token.grantId) : undefined;
+    const identity = hit && hit.accountId === sub ? hit.identity : await findIdentity(sub);
     if (!identity || isDisabled(identity, now())) return undefined;
     let facts: LoginFacts | undefined;
     if (token?.grantId) {

@@ -16,6 +16,7 @@ import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
 import { createProvider, type OidcDurations } from './create-provider.js';
 import { createEndSession } from './end-session.js';
+import { createGrantPrefetch } from './grant-prefetch.js';
 import { createIssuerRegistry, providerCallback, type IssuerSpec } from './issuer-registry.js';
 import { createLoginFlow, type LoginFlowDeps } from './login-flow.js';
 import { createOidcDispatch } from './oidc-dispatch.js';
@@ -132,8 +133,13 @@ export async function createOidc(deps: OidcDeps) {
     maxSessionSeconds: durations.maxSessionDuration,
   });
   deps.revocations.hooks.push((trx, identityId) => sessions.forgetIdentity(trx, identityId));
-  const accounts = createAccountPolicy({ findIdentity: deps.findIdentity, sessions });
-  const Adapter = createPostgresAdapter({ knex, onGrantDestroyed: (grantId) => sessions.endGrant(grantId) });
+  const prefetch = createGrantPrefetch();
+  const accounts = createAccountPolicy({ findIdentity: deps.findIdentity, sessions, prefetch });
+  const Adapter = createPostgresAdapter({
+    knex,
+    onGrantDestroyed: (grantId) => sessions.endGrant(grantId),
+    prefetch,
+  });
   const registry = buildRegistry({
     config,
     listeners: deps.listeners,

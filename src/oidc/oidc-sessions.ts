@@ -77,9 +77,9 @@ export function createOidcSessions({
     async factsOf(grantId: string): Promise<LoginFacts | undefined> {
       const stored = await oidcPayloadsRepository.find(knex, MODEL, grantId, now());
       if (!stored) return undefined;
-      const facts = stored.payload as unknown as LoginFacts;
-      const session = await apiSessionsRepository.findById(knex, facts.apiSessionId);
-      return session && session.expiresAt > now() ? facts : undefined;
+      const { apiSessionId } = stored.payload as unknown as LoginFacts;
+      const session = await apiSessionsRepository.findById(knex, apiSessionId);
+      return liveFacts(stored.payload, session?.expiresAt ?? null, now());
     },
 
     /** The provider destroyed a grant (replay, revocation): its API session ends too. */
@@ -108,6 +108,17 @@ export function createOidcSessions({
       await oidcPayloadsRepository.deleteForAccount(trx, identityId);
     },
   };
+}
+
+/** A grant's facts count only while their API session exists and has not expired. */
+export function liveFacts(
+  payload: Record<string, unknown> | undefined,
+  sessionExpiresAt: Date | null,
+  now: Date,
+): LoginFacts | undefined {
+  return payload && sessionExpiresAt && sessionExpiresAt > now
+    ? (payload as unknown as LoginFacts)
+    : undefined;
 }
 
 const factsOnly = (f: LoginFacts): LoginFacts => ({

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
-import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
+import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
+import { refreshChainRepository } from '../repositories/refresh-chain-repository.js';
+import type { GrantPrefetch } from './grant-prefetch.js';
+import { liveFacts } from './oidc-sessions.js';
 import { openPayload, sealPayload } from './stored-payload.js';
 
 export interface PostgresAdapterDeps {
@@ -11,6 +14,13 @@ export interface PostgresAdapterDeps {
    * their API session is revoked.
    */
   onGrantDestroyed: (grantId: string) => Promise<void>;
+  /**
+   * When given, finding a refresh token inside a provider request reads its grant, login facts,
+   * API session and identity in the same statement and keeps them for that request.
+   */
+  prefetch?: GrantPrefetch;
+  /** The provider request being served (oidc-provider keeps it in an AsyncLocalStorage). */
+  requestContext?: () => object | undefined;
   now?: () => Date;
 }
 
@@ -33,12 +43,15 @@ const plausible = (key: unknown): key is string => typeof key === 'string' && PL
 export function createPostgresAdapter({
   knex,
   onGrantDestroyed,
+  prefetch,
+  requestContext = () => Provider.ctx,
   now = () => new Date(),
 }: PostgresAdapterDeps) {
   return class PostgresAdapter implements Adapter {
     constructor(private readonly model: string) {}
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      if (this.model === 'Grant') prefetch?.forget(requestContext(), id);
       await oidcPayloadsRepository.upsert(knex, {
         model: this.model,
         id,
@@ -52,6 +65,12 @@ export function createPostgresAdapter({
 
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (!plausible(id)) return undefined;
+      const ctx = prefetch && requestContext();
+      if (ctx && this.model === 'RefreshToken') return this.findRefreshToken(ctx, id);
+      if (ctx && this.model === 'Grant') {
+        const hit = prefetch!.get(ctx, id);
+        if (hit) return this.reply(id, hit.grant);
+      }
       return this.reply(id, await oidcPayloadsRepository.find(knex, this.model, id, now()));
     }
 
@@ -77,12 +96,31 @@ export function createPostgresAdapter({
     }
 
     async destroy(id: string): Promise<void> {
+      if (this.model === 'Grant') prefetch?.forget(requestContext(), id);
       await oidcPayloadsRepository.destroy(knex, this.model, id);
       if (this.model === 'Grant') await onGrantDestroyed(id);
     }
 
     async revokeByGrantId(grantId: string): Promise<void> {
+      prefetch?.forget(requestContext(), grantId);
       await oidcPayloadsRepository.deleteByGrantId(knex, grantId, this.model);
+    }
+
+    /** The token as a plain find returns it; what came along is kept for this request. */
+    private async findRefreshToken(ctx: object, id: string): Promise<AdapterPayload | undefined> {
+      const at = now();
+      const chain = await refreshChainRepository.find(knex, id, at);
+      if (!chain) return undefined;
+      const grantId = chain.token.payload.grantId;
+      if (typeof grantId === 'string') {
+        prefetch!.remember(ctx, grantId, {
+          accountId: chain.accountId,
+          grant: chain.grant,
+          facts: liveFacts(chain.facts, chain.sessionExpiresAt, at),
+          identity: chain.identity,
+        });
+      }
+      return this.reply(id, chain.token);
     }
 
     private reply(

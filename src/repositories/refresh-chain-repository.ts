@@ -1,0 +1,83 @@
+import type { Db } from '../db/create-database.js';
+import { hashTokenId } from '../crypto/token-id-hash.js';
+import { toIdentity, type Identity } from './identities-repository.js';
+import type { StoredOidcPayload } from './oidc-payloads-repository.js';
+
+/**
+ * Everything a refresh grant checks before it rotates, as it stood at one instant: the refresh
+ * token, its grant, our login facts of the grant with its API session's expiry, and the identity.
+ */
+export interface RefreshChain {
+  token: StoredOidcPayload;
+  /** The token's `accountId` as stored beside it. */
+  accountId: string | null;
+  /** Undefined when the grant is gone or expired. */
+  grant: StoredOidcPayload | undefined;
+  /** Our facts of the grant (undefined when gone or expired) and the end of their API session. */
+  facts: Record<string, unknown> | undefined;
+  sessionExpiresAt: Date | null;
+  /** Undefined when the identity no longer exists. */
+  identity: Identity | undefined;
+}
+
+const IDENTITY_COLUMNS = [
+  'id',
+  'name',
+  'type',
+  'is_admin',
+  'is_default_admin',
+  'external_id',
+  'auth_policy_id',
+  'tags',
+  'disabled',
+  'disabled_until',
+  'token_generation',
+  'created_at',
+  'updated_at',
+] as const;
+
+const json = (v: unknown): Record<string, unknown> =>
+  typeof v === 'string' ? JSON.parse(v) : (v as Record<string, unknown>);
+
+const stored = (payload: unknown, consumedAt: Date | null): StoredOidcPayload => ({
+  payload: json(payload),
+  consumedAt,
+});
+
+/*
+ * A Grant and our SvcLogin facts are keyed by the grant id's hash, which is what a refresh
+ * token's `grant_id` holds (docs/adr/0004-hashed-token-ids.md); the facts row keeps its API
+ * session id in `uid`. Every model row counts only until it expires, like a single find.
+ */
+const SQL = `
+SELECT rt.payload, rt.consumed_at, rt.account_id,
+       g.id AS g_id, g.payload AS g_payload, g.consumed_at AS g_consumed_at,
+       f.id AS f_id, f.payload AS f_payload, s.expires_at AS s_expires_at,
+       ${IDENTITY_COLUMNS.map((c) => `i.${c} AS i_${c}`).join(', ')}
+  FROM oidc_payloads rt
+  LEFT JOIN oidc_payloads g
+         ON g.model = 'Grant' AND g.id = rt.grant_id AND (g.expires_at IS NULL OR g.expires_at > ?)
+  LEFT JOIN oidc_payloads f
+         ON f.model = 'SvcLogin' AND f.id = rt.grant_id AND (f.expires_at IS NULL OR f.expires_at > ?)
+  LEFT JOIN api_sessions s ON s.id = f.uid
+  LEFT JOIN identities i ON i.id = rt.account_id
+ WHERE rt.model = 'RefreshToken' AND rt.id = ? AND (rt.expires_at IS NULL OR rt.expires_at > ?)
+ LIMIT 1`;
+
+/** The one read of a refresh grant (oidc_payloads joined with api_sessions and identities). */
+export const refreshChainRepository = {
+  async find(db: Db, refreshTokenId: string, now: Date): Promise<RefreshChain | undefined> {
+    const { rows } = await db.raw(SQL, [now, now, hashTokenId(refreshTokenId), now]);
+    const r = rows[0] as Record<string, unknown> | undefined;
+    if (!r) return undefined;
+    const identityRow = Object.fromEntries(IDENTITY_COLUMNS.map((c) => [c, r[`i_${c}`]]));
+    return {
+      token: stored(r.payload, r.consumed_at as Date | null),
+      accountId: (r.account_id as string | null) ?? null,
+      grant: r.g_id ? stored(r.g_payload, r.g_consumed_at as Date | null) : undefined,
+      facts: r.f_id ? json(r.f_payload) : undefined,
+      sessionExpiresAt: (r.s_expires_at as Date | null) ?? null,
+      identity: r.i_id ? toIdentity(identityRow as unknown as Parameters<typeof toIdentity>[0]) : undefined,
+    };
+  },
+};
