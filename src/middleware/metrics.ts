@@ -20,11 +20,11 @@ interface MatchedLayer {
  * `unmatched`. Templates come from code, so the set of series is fixed whatever paths clients
  * send, and ids and tokens never become label values.
  */
-export function routeLabelOf(ctx: Context): string {
+export function routeLabelOf(ctx: Context, method = ctx.method): string {
   const named = (ctx.state as { routeTemplate?: unknown }).routeTemplate;
   if (typeof named === 'string') return named;
   const layers = (ctx as Context & { matched?: MatchedLayer[] }).matched ?? [];
-  const route = layers.findLast((l) => l.methods.includes(ctx.method) && typeof l.path === 'string');
+  const route = layers.findLast((l) => l.methods.includes(method) && typeof l.path === 'string');
   return route ? (route.path as string) : 'unmatched';
 }
 
@@ -44,11 +44,12 @@ export function createMetrics() {
     middleware(listener: string) {
       return async function metricsMiddleware(ctx: Context, next: Next) {
         const t0 = process.hrtime.bigint();
+        const method = ctx.method; // before an in-process resume rewrites it
         try {
           await next();
         } finally {
           const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-          const key = `listener="${listener}",method="${methodLabelOf(ctx.method)}",route="${routeLabelOf(ctx)}",status="${ctx.status}"`;
+          const key = `listener="${listener}",method="${methodLabelOf(method)}",route="${routeLabelOf(ctx, method)}",status="${ctx.status}"`;
           const s = series.get(key) ?? { count: 0, sum: 0, buckets: BUCKETS.map(() => 0) };
           s.count += 1;
           s.sum += seconds;

@@ -9,6 +9,9 @@ import { newId } from '../crypto/random.js';
 export function requestContext(logger: Logger) {
   return async function requestContextMiddleware(ctx: Context, next: Next) {
     const started = process.hrtime.bigint();
+    // Taken now: a login step that completes hands this request to the provider in-process, which
+    // rewrites its method and URL (the auth request's uid would otherwise be logged).
+    const { method, path } = ctx;
     const requestId = newId(12);
     ctx.state.requestId = requestId;
     ctx.state.log = logger.child({ requestId });
@@ -17,10 +20,7 @@ export function requestContext(logger: Logger) {
       await next();
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      ctx.state.log.info(
-        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 },
-        'request',
-      );
+      ctx.state.log.info({ method, path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
     }
   };
 }

@@ -1,13 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { pino } from 'pino';
+import { passwordLogin } from '../helpers/oidc-client.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 
 const random = () => randomBytes(6).toString('hex');
 
 describe('metric series are labelled by route template, never by the raw path', () => {
   let server: TestServer;
+  const logLines: { msg?: string; method?: string; path?: string; status?: number }[] = [];
   beforeAll(async () => {
-    server = await startTestServer();
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line)) });
+    server = await startTestServer({ logger });
   });
   afterAll(() => server.close());
 
@@ -58,6 +62,18 @@ describe('metric series are labelled by route template, never by the raw path', 
 
     for (const method of methods) expect(metrics).not.toContain(`method="${method}"`);
     expect(metrics).toMatch(/method="other",route="\/oidc\/token",status="405"\} 8/);
+  });
+
+  test('a login step that completes is logged and counted as the POST it was, without the auth request id', async () => {
+    const { started } = await passwordLogin(server.client, ADMIN_USERNAME, ADMIN_PASSWORD);
+    const metrics = (await server.client.get('/metrics')).text;
+    const requests = logLines.filter((l) => l.msg === 'request');
+
+    expect(metrics).toMatch(/method="POST",route="\/oidc\/login\/username",status="303"\} 1/);
+    expect(requests).toContainEqual(
+      expect.objectContaining({ method: 'POST', path: '/oidc/login/username', status: 303 }),
+    );
+    expect(JSON.stringify(requests)).not.toContain(started.authRequestId);
   });
 
   test('oidc-provider endpoints are labelled by their fixed names', async () => {
