@@ -8,6 +8,7 @@ import {
   createIdentity,
   identityDetail,
   managementApi,
+  registerCaByApi,
   type ManagementApi,
 } from '../identities/identity-fixtures.js';
 
@@ -21,29 +22,9 @@ describe('auto CA enrollment (POST /enroll?method=ca)', () => {
   });
   afterAll(() => server.close());
 
-  /** A CA registered through the API and, unless told otherwise, verified with the token as CN. */
-  async function registeredCa(
-    name: string,
-    body: Record<string, unknown> = {},
-    { verified = true }: { verified?: boolean } = {},
-  ): Promise<{ id: string; ca: KeyedCert }> {
-    const ca = await generateRootCa({ commonName: `${name} root` });
-    const created = await api.post('/cas', {
-      body: { name, certPem: ca.certPem, isAutoCaEnrollmentEnabled: true, ...body },
-    });
-    if (created.status !== 201) throw new Error(`CA create failed: ${created.status} ${created.text}`);
-    const id = created.body.data.id as string;
-    if (verified) {
-      const { verificationToken } = (await api.get(`/cas/${id}`)).body.data;
-      const proof = await issueClientCert(ca, { commonName: verificationToken });
-      const res = await api.post(`/cas/${id}/verify`, {
-        body: proof.certPem,
-        headers: { 'content-type': 'text/plain' },
-      });
-      if (res.status !== 200) throw new Error(`CA verify failed: ${res.status} ${res.text}`);
-    }
-    return { id, ca };
-  }
+  /** A CA with auto enrollment on, verified unless told otherwise. */
+  const registeredCa = (name: string, body: Record<string, unknown> = {}, options?: { verified?: boolean }) =>
+    registerCaByApi(api, name, { isAutoCaEnrollmentEnabled: true, ...body }, options);
 
   const withCert = (cert?: KeyedCert) =>
     cert ? server.newClient({ cert: cert.certPem, key: cert.keyPem }) : server.client;

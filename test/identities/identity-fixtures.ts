@@ -1,5 +1,5 @@
 import { certFingerprint } from '../../src/crypto/certificates.js';
-import type { KeyedCert } from '../../src/crypto/pki.js';
+import { generateRootCa, issueClientCert, type KeyedCert } from '../../src/crypto/pki.js';
 import { newId } from '../../src/crypto/random.js';
 import { casRepository } from '../../src/repositories/cas-repository.js';
 import type { RequestOptions, TestResponse } from '../helpers/https-client.js';
@@ -93,4 +93,30 @@ export async function registerCa(
     ...flags,
   });
   return id;
+}
+
+/**
+ * A CA registered through the management API and, unless told otherwise, verified as an admin
+ * would: a certificate it issued, naming the verification token as its common name.
+ */
+export async function registerCaByApi(
+  api: ManagementApi,
+  name: string,
+  body: Record<string, unknown> = {},
+  { verified = true }: { verified?: boolean } = {},
+): Promise<{ id: string; ca: KeyedCert }> {
+  const ca = await generateRootCa({ commonName: `${name} root` });
+  const created = await api.post('/cas', { body: { name, certPem: ca.certPem, ...body } });
+  if (created.status !== 201) throw new Error(`CA create failed: ${created.status} ${created.text}`);
+  const id = created.body.data.id as string;
+  if (verified) {
+    const { verificationToken } = (await api.get(`/cas/${id}`)).body.data;
+    const proof = await issueClientCert(ca, { commonName: verificationToken });
+    const res = await api.post(`/cas/${id}/verify`, {
+      body: proof.certPem,
+      headers: { 'content-type': 'text/plain' },
+    });
+    if (res.status !== 200) throw new Error(`CA verify failed: ${res.status} ${res.text}`);
+  }
+  return { id, ca };
 }

@@ -15,6 +15,7 @@ import {
   createIdentity,
   identityDetail,
   managementApi,
+  registerCaByApi,
   type ManagementApi,
 } from '../identities/identity-fixtures.js';
 
@@ -60,21 +61,7 @@ describe('legacy login with a client certificate (method=cert)', () => {
     return id;
   }
 
-  async function registeredCa(name: string, verified: boolean) {
-    const ca = await generateRootCa({ commonName: `${name} root` });
-    const created = await api.post('/cas', { body: { name, certPem: ca.certPem } });
-    const id = created.body.data.id as string;
-    if (verified) {
-      const { verificationToken } = (await api.get(`/cas/${id}`)).body.data;
-      const proof = await issueClientCert(ca, { commonName: verificationToken });
-      const res = await api.post(`/cas/${id}/verify`, {
-        body: proof.certPem,
-        headers: { 'content-type': 'text/plain' },
-      });
-      if (res.status !== 200) throw new Error(`CA verify failed: ${res.status} ${res.text}`);
-    }
-    return { id, ca };
-  }
+  const registeredCa = (name: string, verified: boolean) => registerCaByApi(api, name, {}, { verified });
 
   const expectRefused = (res: { status: number; body: any }) => {
     expect(res.status).toBe(401);
