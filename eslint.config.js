@@ -4,7 +4,8 @@ import tseslint from 'typescript-eslint';
 const oidcProvider = { name: 'oidc-provider', message: 'oidc-provider is touched only in src/oidc/.' };
 
 /**
- * Imports point down: app.ts → compose.ts → routes → middleware → services → repositories → db.
+ * Imports point down (docs/architecture.md lists the order); these rules hold the directions that
+ * matter most: services below HTTP and the provider, middleware below routes, repositories on db.
  * A later block replaces an earlier block's options for the same rule, so each folder's block
  * repeats what holds everywhere (oidc-provider only in src/oidc, compose.ts only from app.ts).
  */

@@ -222,9 +222,11 @@ function createRouteDeps(
 }
 
 /**
- * Builds the controller from the top, each part once and complete: the domain services, then (with
- * an `edge` section) the OIDC provider and its login steps, then the route dependencies and the
- * edge routers. Only `app.ts` imports this; nothing below it reaches back up.
+ * Builds the controller from the top, each part once: the domain services, then (with an `edge`
+ * section) the OIDC provider and its login steps, then the route dependencies and the edge
+ * routers. One built part is amended afterwards: `createOidc` pushes a hook onto
+ * `revocations.hooks`, so that revoking or deleting an identity also deletes its OIDC rows in the
+ * same transaction. Only `app.ts` imports this; nothing below it imports back up.
  */
 export async function compose(deps: ComposeDeps) {
   const { knex } = deps.database;

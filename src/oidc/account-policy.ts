@@ -19,7 +19,7 @@ export interface AccountPolicyDeps {
  */
 export const GENERATION_CLAIM = 'z_gen';
 
-/** What `completeLogin` leaves in `interaction.result.svc` for the grant to pick up. */
+/** What `complete` (login-flow.ts) leaves in `interaction.result.svc` for the grant to pick up. */
 export const completedLoginOf = (ctx: KoaContextWithOIDC): LoginFacts | undefined =>
   ctx.oidc.result?.login ? (ctx.oidc.result.svc as LoginFacts | undefined) : undefined;
 

@@ -8,7 +8,8 @@ const SECRET_NAME = 'oidc-cookie-keys';
 /**
  * The keygrip keys that sign oidc-provider's cookies (and our in-process resume cookie): random,
  * created once by the first instance, sealed with the master key, the same on every instance
- * and issuer: any instance may finish a login another began (oidc-provider #94; ADR 0005).
+ * and issuer: any instance may finish a login another began (ADR 0005;
+ * https://github.com/panva/node-oidc-provider/issues/94).
  */
 export async function loadCookieKeys(knex: Knex, box: SecretBox): Promise<string[]> {
   const sealed = await secretsRepository.putIfAbsent(

@@ -201,7 +201,10 @@ function configuration(o: ProviderOptions): Configuration {
 /** One Provider for one issuer `https://<address>/oidc`; our matcher decides every redirect URI. */
 export function createProvider(o: ProviderOptions): Provider {
   const provider = new Provider(o.issuer, configuration(o));
-  provider.proxy = false; // nothing is trusted from proxy headers (house rules)
+  // Nothing is trusted from X-Forwarded-* headers: we terminate TLS ourselves, and any client could
+  // send them to change the host, protocol or address the provider sees (the issuer is picked by
+  // listener and Host, ADR 0007).
+  provider.proxy = false;
   const client = provider.Client.prototype as unknown as {
     redirectUriAllowed(uri: string): boolean;
     postLogoutRedirectUriAllowed(uri: string): boolean;

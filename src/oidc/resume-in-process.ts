@@ -50,7 +50,8 @@ export function resumeCookieHeader(target: ResumeTarget, uid: string): string {
  * request is handed to the provider's resume route as `GET /oidc/authorization/<uid>` carrying a correctly
  * signed resume cookie, so the client receives the provider's own 303 to
  * `redirect_uri?code=…&state=…&iss=…`. This is the "emulate the cookie setup" the maintainer pointed to
- * (#693); test/oidc/resume-contract.test.ts fails if an upgrade changes the internals.
+ * (https://github.com/panva/node-oidc-provider/issues/693); test/oidc/resume-contract.test.ts fails if
+ * an upgrade changes the internals.
  */
 export async function resumeInProcess(
   target: ResumeTarget,

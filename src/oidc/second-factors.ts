@@ -27,7 +27,7 @@ export interface SecondFactorsDeps {
   findSigner: (id: string) => Promise<ExternalJwtSigner | undefined>;
 }
 
-/** The TOTP query of the OIDC flow (its shape is part of the API; docs/architecture.md). */
+/** The TOTP query of the OIDC flow (its shape is part of the API: docs/architecture.md, auth queries). */
 export const totpQuery = (isTotpEnrolled: boolean): AuthQuery => ({
   typeId: 'MFA',
   format: 'alphaNumeric',

@@ -5,7 +5,7 @@ import type { AdapterPayload } from 'oidc-provider';
  * is the bearer secret (a code, a refresh token, a session cookie, an interaction id) and the row
  * is keyed by its hash (docs/adr/0004-hashed-token-ids.md). `find` is always called with the id,
  * so `jti` is put back from it. Copies of the id the provider keeps elsewhere in a payload:
- * - `returnTo` of an Interaction ends in its uid (`…/auth/<uid>`): stored split around the id,
+ * - `returnTo` of an Interaction ends in its uid (`…/authorization/<uid>`): stored split around the id,
  *   as an array the provider never writes there, and joined again on the way out;
  * - `session.cookie` of an Interaction is the browser session's id: oidc-provider 9 writes it
  *   but never reads it, so it is not stored.

@@ -77,7 +77,10 @@ export const oidcPayloadsRepository = {
     return row && toStored(row);
   },
 
-  /** Newest row wins: parallel logins may have produced duplicate uids (oidc-provider #1145). */
+  /**
+   * Newest row wins: parallel logins may have produced duplicate uids
+   * (https://github.com/panva/node-oidc-provider/issues/1145).
+   */
   async findByUid(db: Db, model: string, uid: string, now: Date): Promise<StoredOidcPayload | undefined> {
     const row: Row | undefined = await live(db, model, now)
       .andWhere({ uid })

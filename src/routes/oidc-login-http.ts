@@ -10,7 +10,7 @@ export const wantsHtml = (ctx: Context) => ctx.accepts('json', 'html') === 'html
 export const isHtmlForm = (ctx: Context) => ctx.is('urlencoded') === 'urlencoded' && wantsHtml(ctx);
 
 /**
- * The auth request id: body `authRequestId` (spec), body `id`, query `authRequestID` or `id`.
+ * The auth request id: body `authRequestId`, body `id`, query `authRequestID` or `id`.
  * Every login response carries it back in header `auth-request-id`.
  */
 export function authRequestIdOf(ctx: Context, body: Record<string, unknown> = {}): unknown {

@@ -2,8 +2,9 @@ import type { FilterClause } from '../db/list-query.js';
 import { validationError, type AppError } from '../errors/app-error.js';
 
 /**
- * The `filter` language of list queries (docs/operations.md): clauses `field op value` joined by
- * `and`, parsed by a hand-written tokenizer in one linear pass.
+ * The `filter` language of list queries (described to clients by the `filter` parameter of the
+ * OpenAPI documents, src/openapi/components.ts, and in docs/cli.md): clauses `field op value`
+ * joined by `and`, parsed by a hand-written tokenizer in one linear pass.
  */
 
 export type FieldType = 'string' | 'boolean' | 'number' | 'datetime';

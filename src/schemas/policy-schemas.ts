@@ -40,7 +40,11 @@ const primary = z
   .strict()
   .optional();
 
-/** `requireExtJwt` is the spec's name (2.2); `requireExtJwtSigner` the model service's, accepted too. */
+/**
+ * `requireExtJwt` is the field's name in every answer and in the OpenAPI document;
+ * `requireExtJwtSigner` (the name the principal and the column use) is accepted as its alias on
+ * input, and when both are given they must name the same signer.
+ */
 const secondary = z
   .object({ requireTotp: bool, requireExtJwt: signerRef, requireExtJwtSigner: signerRef })
   .strict()
