@@ -1,6 +1,8 @@
 export interface BenchOptions {
   quick: boolean;
   postgres: boolean;
+  /** Scale mode: latencies at 1,000 and at 1,000,000 identities instead of the pairs. */
+  scale: boolean;
   pairs: number;
   only: Set<string>;
   logLevel: string;
@@ -11,6 +13,9 @@ export const USAGE = `npm run bench -- [options]
   --quick            short runs (about a minute in all); same pairs, same table
   --pg               the service on a fresh PostgreSQL database (postgres://postgres@127.0.0.1:5432),
                      created and dropped; default: the embedded database
+  --scale            seeds 1,000,000 identities (SVC_BENCH_SCALE_ROWS overrides) on PostgreSQL and
+                     prints p50 of login, current-identity and the identity list at 1,000 and at
+                     that size, side by side (implies --pg)
   --pairs N          interleaved pairs per scenario (default 5; fewer cannot tell noise from a difference)
   --only LIST        comma-separated subset of bearer,login,refresh
   --log-level LEVEL  the service's LOG_LEVEL (default warn: no per-request log line)
@@ -24,6 +29,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
   const o: BenchOptions = {
     quick: false,
     postgres: false,
+    scale: false,
     pairs: 5,
     only: new Set(SCENARIO_KEYS),
     logLevel: 'warn',
@@ -38,6 +44,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     if (arg === '--help' || arg === '-h') return 'help';
     else if (arg === '--quick') o.quick = true;
     else if (arg === '--pg') o.postgres = true;
+    else if (arg === '--scale') o.scale = o.postgres = true;
     else if (arg === '--pairs') {
       o.pairs = Number(value());
       if (!Number.isInteger(o.pairs) || o.pairs < 1 || o.pairs > 50) throw new UsageError('--pairs: 1 to 50');

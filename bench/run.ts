@@ -2,6 +2,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { selfSignedLoopbackCert, type TlsMaterial } from './baselines/baseline-tls.js';
 import { parseBenchOptions, USAGE, UsageError, type BenchOptions } from './bench-options.js';
 import { runInterleavedPairs } from './interleaved-pairs.js';
+import { formatScale, largeRows, runScale } from './scale-run.js';
 import { formatReport, type ScenarioReport } from './report.js';
 import {
   bearerSide,
@@ -140,6 +141,20 @@ async function main(): Promise<number> {
     { postgres: o.postgres, logLevel: o.logLevel, users: USERS },
     (stop) => running.push({ stop }),
   );
+  if (o.scale) {
+    const large = largeRows();
+    const rows = await runScale(service, USERS[0]!, large, progress);
+    await stopAll();
+    const load = loadavg()
+      .map((x) => x.toFixed(1))
+      .join('/');
+    process.stdout.write(
+      `\n${formatScale(rows, large)}\n\nMethod: sequential requests on one keep-alive HTTPS connection, ` +
+        `median after a warm-up; the service on PostgreSQL, LOG_LEVEL=${o.logLevel}; ` +
+        `Node ${process.version}; load average ${load} at end.\n`,
+    );
+    return 0;
+  }
   const reports: ScenarioReport[] = [];
   if (o.only.has('bearer')) reports.push(await bearerReport(o, service, tls));
   if (o.only.has('login') || o.only.has('refresh')) reports.push(...(await flowReports(o, service, tls)));

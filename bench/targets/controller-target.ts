@@ -8,7 +8,7 @@ import { spawnTsChild } from './child-process.js';
 import { createBenchDatabase, type BenchDatabase } from './postgres-database.js';
 import type { BenchUser, Target } from './target.js';
 
-const ADMIN = { username: 'admin', password: 'bench-admin-password-1' };
+export const ADMIN = { username: 'admin', password: 'bench-admin-password-1' };
 const START_TIMEOUT_MS = 180_000;
 const MGMT = '/edge/management/v1';
 
@@ -72,7 +72,7 @@ export async function startController(
   o: ControllerOptions,
   /** Receives the cleanup before anything is created, so an interrupted start leaves nothing behind. */
   onCleanup: (cleanup: () => Promise<void>) => void,
-): Promise<Target> {
+): Promise<Target & { databaseUrl?: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   let db: BenchDatabase | undefined;
   let child: ReturnType<typeof spawnTsChild> | undefined;
@@ -111,6 +111,7 @@ export async function startController(
     return {
       label: o.postgres ? 'service (PostgreSQL)' : 'service (PGlite)',
       origin,
+      ...(db ? { databaseUrl: db.url } : {}),
       ca,
       async cpu() {
         const own = await processCpuMs(c.pid);

@@ -1,5 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import knexFactory, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import { migrationSource } from './migration-source.js';
@@ -23,7 +25,10 @@ export function createDatabase(target: DatabaseTarget): Database {
     const knex = knexFactory({
       client: ClientPgLite,
       dialect: 'postgres',
-      connection: target.dataDir ? { filename: target.dataDir } : {},
+      // pg_trgm backs the trigram index of `contains` filters (migrations/009_identity_list_indexes.ts).
+      connection: {
+        pglite: new PGlite(target.dataDir, { extensions: { pg_trgm } }),
+      } as Knex.PgConnectionConfig,
       migrations: { migrationSource },
       useNullAsDefault: true,
     });

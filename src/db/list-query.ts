@@ -82,19 +82,35 @@ export function applyListQuery(
   return { page, count };
 }
 
-/** Runs both queries; `tiebreak` (e.g. the id column) makes pages stable when sort keys repeat. */
+/**
+ * Runs both queries; `tiebreak` (e.g. the id column) makes pages stable when sort keys repeat.
+ * `countAll`, when given, is the exact number of rows of an unfiltered list read without scanning
+ * them (see `countedRows`): `count(*)` over a large table costs time in proportion to the table.
+ */
 export async function runListQuery<Row = Record<string, unknown>>(
   qb: Knex.QueryBuilder,
   q: ListQuery,
   tiebreak?: string,
+  countAll?: () => Promise<number>,
 ): Promise<ListPage<Row>> {
   const { page, count } = applyListQuery(qb, q);
   if (tiebreak !== undefined) page.orderBy(tiebreak, 'asc');
   // Sequential, not Promise.all: inside a transaction both share one connection anyway.
   const rows = (await page) as Row[];
-  const [counted] = (await count) as { count: string | number }[];
-  return {
-    items: rows,
-    pagination: { limit: q.limit, offset: q.offset, totalCount: Number(counted?.count ?? 0) },
-  };
+  const totalCount =
+    countAll !== undefined && q.filter.length === 0
+      ? await countAll()
+      : Number(((await count) as { count: string | number }[])[0]?.count ?? 0);
+  return { items: rows, pagination: { limit: q.limit, offset: q.offset, totalCount } };
+}
+
+/**
+ * The row count of a table kept by triggers in `table_row_counts`
+ * (migrations/009_identity_list_indexes.ts); exact within the caller's transaction.
+ */
+export async function countedRows(db: Knex | Knex.Transaction, table: string): Promise<number> {
+  const row = (await db('table_row_counts').where({ table_name: table }).first('row_count')) as
+    { row_count: string | number } | undefined;
+  if (row === undefined) throw new Error(`no row count kept for table ${table}`);
+  return Number(row.row_count);
 }

@@ -7,6 +7,7 @@ import * as m005 from '../../migrations/005_ca_identity_name_format.js';
 import * as m006 from '../../migrations/006_hashed_oidc_payload_ids.js';
 import * as m007 from '../../migrations/007_sealed_enrollment_tokens.js';
 import * as m008 from '../../migrations/008_login_failures_per_address.js';
+import * as m009 from '../../migrations/009_identity_list_indexes.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -21,6 +22,7 @@ const migrations: Record<string, Knex.Migration> = {
   '006_hashed_oidc_payload_ids': m006,
   '007_sealed_enrollment_tokens': m007,
   '008_login_failures_per_address': m008,
+  '009_identity_list_indexes': m009,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
+import { countedRows, mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export type IdentityType = 'User' | 'Device' | 'Service' | 'Default';
 
@@ -116,7 +116,9 @@ export const identitiesRepository = {
 
   /** One page of a list query over identities, ties broken by id. */
   async list(db: Db, q: ListQuery): Promise<ListPage<Identity>> {
-    const page = await runListQuery<IdentityRow>(db('identities').select('*'), q, 'id');
+    const page = await runListQuery<IdentityRow>(db('identities').select('*'), q, 'id', () =>
+      countedRows(db, 'identities'),
+    );
     return mapPage(page, (rows) => rows.map(toIdentity));
   },
 

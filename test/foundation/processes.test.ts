@@ -132,6 +132,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '006_hashed_oidc_payload_ids',
         '007_sealed_enrollment_tokens',
         '008_login_failures_per_address',
+        '009_identity_list_indexes',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

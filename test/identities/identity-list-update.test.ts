@@ -45,6 +45,20 @@ describe('listing and changing identities', () => {
       expect(byName.body.data.map((i: any) => i.name)).toEqual(['list-e']);
     });
 
+    test('the unfiltered total count follows every creation and deletion exactly', async () => {
+      const total = async () => (await api.get('/identities?limit=1')).body.meta.pagination.totalCount;
+      const all = async () => (await api.get('/identities?limit=500')).body.data.length;
+      const before = await total();
+      expect(before).toBe(await all());
+
+      const a = await createIdentity(api, { name: 'count-a', isAdmin: false });
+      await createIdentity(api, { name: 'count-b', isAdmin: false });
+      expect(await total()).toBe(before + 2);
+      expect((await api.delete(`/identities/${a}`)).status).toBe(200);
+      expect(await total()).toBe(before + 1);
+      expect(await total()).toBe(await all());
+    });
+
     test.each([
       ['filter=bogus = "x"', 'filter'],
       ['filter=isAdmin = "yes"', 'filter'],
