@@ -27,7 +27,7 @@ export function createDatabase(target: DatabaseTarget): Database {
       dialect: 'postgres',
       // pg_trgm backs the trigram index of `contains` filters (migrations/009_identity_list_indexes.ts).
       connection: {
-        pglite: new PGlite(target.dataDir, { extensions: { pg_trgm } }),
+        pglite: new PGlite({ dataDir: target.dataDir, extensions: { pg_trgm } }),
       } as Knex.PgConnectionConfig,
       migrations: { migrationSource },
       useNullAsDefault: true,
