@@ -12,11 +12,11 @@ export const USAGE = `npm run bench -- [options]
   --pg               the service on a fresh PostgreSQL database (postgres://postgres@127.0.0.1:5432),
                      created and dropped; default: the embedded database
   --pairs N          interleaved pairs per scenario (default 5; fewer cannot tell noise from a difference)
-  --only LIST        comma-separated subset of bearer,login,refresh
+  --only LIST        comma-separated subset of bearer,current-identity,legacy,login,refresh
   --log-level LEVEL  the service's LOG_LEVEL (default warn: no per-request log line)
   --help`;
 
-const SCENARIO_KEYS = ['bearer', 'login', 'refresh'];
+const SCENARIO_KEYS = ['bearer', 'current-identity', 'legacy', 'login', 'refresh'];
 
 export class UsageError extends Error {}
 
