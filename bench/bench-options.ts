@@ -17,11 +17,11 @@ export const USAGE = `npm run bench -- [options]
                      prints p50 of login, current-identity and the identity list at 1,000 and at
                      that size, side by side (implies --pg)
   --pairs N          interleaved pairs per scenario (default 5; fewer cannot tell noise from a difference)
-  --only LIST        comma-separated subset of bearer,login,refresh
+  --only LIST        comma-separated subset of bearer,current-identity,legacy,login,refresh
   --log-level LEVEL  the service's LOG_LEVEL (default warn: no per-request log line)
   --help`;
 
-const SCENARIO_KEYS = ['bearer', 'login', 'refresh'];
+const SCENARIO_KEYS = ['bearer', 'current-identity', 'legacy', 'login', 'refresh'];
 
 export class UsageError extends Error {}
 

@@ -6,6 +6,9 @@ import { formatScale, largeRows, runScale } from './scale-run.js';
 import { formatReport, type ScenarioReport } from './report.js';
 import {
   bearerSide,
+  CURRENT_IDENTITY_PATH,
+  legacySessionTokens,
+  legacySide,
   loginSide,
   loginTokens,
   refreshSide,
@@ -69,18 +72,41 @@ async function compare(
 
 const scenario = (key: Scenario['key']) => SCENARIOS.find((s) => s.key === key)!;
 
-async function bearerReport(o: BenchOptions, service: Target, tls: TlsMaterial): Promise<ScenarioReport> {
+/** The token scenarios (bearer, current-identity, legacy), all against baseline (a). */
+async function bearerReports(o: BenchOptions, service: Target, tls: TlsMaterial): Promise<ScenarioReport[]> {
   progress('starting baseline (a): bare Koa + jose');
   const baseline = await startBearerBaseline(tls);
   const target = started(baseline.target);
   const serviceTokens = await loginTokens(service, USERS);
   const baselineTokens = await Promise.all(USERS.map((u) => baseline.mintAccessToken(u)));
-  const report = await compare(o, scenario('bearer'), '(a)', [
-    bearerSide(service, serviceTokens),
-    bearerSide(target, baselineTokens),
-  ]);
+  const reports: ScenarioReport[] = [];
+  if (o.only.has('bearer')) {
+    reports.push(
+      await compare(o, scenario('bearer'), '(a)', [
+        bearerSide(service, serviceTokens),
+        bearerSide(target, baselineTokens),
+      ]),
+    );
+  }
+  if (o.only.has('current-identity')) {
+    reports.push(
+      await compare(o, scenario('current-identity'), '(a)', [
+        bearerSide(service, serviceTokens, CURRENT_IDENTITY_PATH),
+        bearerSide(target, baselineTokens),
+      ]),
+    );
+  }
+  if (o.only.has('legacy')) {
+    const sessionTokens = await legacySessionTokens(service, USERS);
+    reports.push(
+      await compare(o, scenario('legacy'), '(a)', [
+        legacySide(service, sessionTokens),
+        bearerSide(target, baselineTokens),
+      ]),
+    );
+  }
   await stopped(target);
-  return report;
+  return reports;
 }
 
 async function flowReports(o: BenchOptions, service: Target, tls: TlsMaterial): Promise<ScenarioReport[]> {
@@ -156,7 +182,9 @@ async function main(): Promise<number> {
     return 0;
   }
   const reports: ScenarioReport[] = [];
-  if (o.only.has('bearer')) reports.push(await bearerReport(o, service, tls));
+  if (['bearer', 'current-identity', 'legacy'].some((k) => o.only.has(k))) {
+    reports.push(...(await bearerReports(o, service, tls)));
+  }
   if (o.only.has('login') || o.only.has('refresh')) reports.push(...(await flowReports(o, service, tls)));
   await stopAll();
 

@@ -11,7 +11,7 @@ export interface PreparedSide {
 }
 
 export interface Scenario {
-  key: 'bearer' | 'login' | 'refresh';
+  key: 'bearer' | 'current-identity' | 'legacy' | 'login' | 'refresh';
   title: string;
   /** What one operation is, for the table. */
   unit: string;
@@ -22,6 +22,7 @@ export interface Scenario {
 }
 
 export const BEARER_PATH = '/edge/client/v1/current-api-session';
+export const CURRENT_IDENTITY_PATH = '/edge/client/v1/current-identity';
 export const BEARER_CONNECTIONS = 32;
 export const FLOW_WORKERS = 8;
 
@@ -29,6 +30,23 @@ export const SCENARIOS: Scenario[] = [
   {
     key: 'bearer',
     title: `bearer GET current-api-session, ${BEARER_CONNECTIONS} conns`,
+    unit: 'req',
+    ceilingPerSecond: 50_000,
+    runMs: { full: 8000, quick: 1000 },
+  },
+  {
+    // Against the same baseline: what a client calls to learn who it is, beside the least a
+    // resource server does per bearer request.
+    key: 'current-identity',
+    title: `bearer GET current-identity, ${BEARER_CONNECTIONS} conns`,
+    unit: 'req',
+    ceilingPerSecond: 50_000,
+    runMs: { full: 8000, quick: 1000 },
+  },
+  {
+    // The legacy `svc-session` token against the same bearer baseline, to set beside the bearer figure.
+    key: 'legacy',
+    title: `svc-session GET current-api-session, ${BEARER_CONNECTIONS} conns`,
     unit: 'req',
     ceilingPerSecond: 50_000,
     runMs: { full: 8000, quick: 1000 },
@@ -49,17 +67,54 @@ export const SCENARIOS: Scenario[] = [
   },
 ];
 
-/** Bearer requests: `tokens[i]` is used by every connection i mod n, all valid for the run. */
-export function bearerSide(target: Target, tokens: string[]): PreparedSide {
+/** Token-authenticated GETs: `headers[i]` is used by every connection i mod n, all valid for the run. */
+function tokenSide(target: Target, path: string, headers: Record<string, string>[]): PreparedSide {
   const client = createBenchClient(target.origin, target.ca, BEARER_CONNECTIONS);
   const workers = Array.from({ length: BEARER_CONNECTIONS }, (_, i): Operation => {
-    const headers = { authorization: `Bearer ${tokens[i % tokens.length]}` };
+    const h = headers[i % headers.length]!;
     return async () => {
-      const status = await client.getStatus(BEARER_PATH, headers);
-      if (status !== 200) throw new Error(`bearer request: HTTP ${status}`);
+      const status = await client.getStatus(path, h);
+      if (status !== 200) throw new Error(`GET ${path}: HTTP ${status}`);
     };
   });
   return { target, workers, close: () => client.close() };
+}
+
+/** Bearer requests to `path` (by default `current-api-session`). */
+export function bearerSide(target: Target, tokens: string[], path = BEARER_PATH): PreparedSide {
+  return tokenSide(
+    target,
+    path,
+    tokens.map((t) => ({ authorization: `Bearer ${t}` })),
+  );
+}
+
+/** Legacy requests: `current-api-session` with a `svc-session` token. */
+export function legacySide(target: Target, sessionTokens: string[]): PreparedSide {
+  return tokenSide(
+    target,
+    BEARER_PATH,
+    sessionTokens.map((t) => ({ 'svc-session': t })),
+  );
+}
+
+/** Legacy `svc-session` tokens from the service, one password authentication per user (not measured). */
+export async function legacySessionTokens(target: Target, users: BenchUser[]): Promise<string[]> {
+  const client = createBenchClient(target.origin, target.ca, 2);
+  try {
+    const tokens: string[] = [];
+    for (const { username, password } of users) {
+      const res = await client.postJson('/edge/client/v1/authenticate?method=password', {
+        username,
+        password,
+      });
+      if (res.status !== 200) throw new Error(`legacy authenticate: HTTP ${res.status}`);
+      tokens.push((JSON.parse(res.text) as { data: { token: string } }).data.token);
+    }
+    return tokens;
+  } finally {
+    await client.close();
+  }
 }
 
 /** Access tokens from the service itself, one real login per user (not measured). */

@@ -184,11 +184,10 @@ function createRouteDeps(
   config: Config,
   services: DomainServices,
   { oidc }: Awaited<ReturnType<typeof createOidcPart>>,
-  knex: Database['knex'],
 ): RouteDeps {
   const { extJwtMethod } = services;
   const principals: PrincipalResolver = {
-    session: createLegacyPrincipals({ knex, sessions: services.sessions }),
+    session: createLegacyPrincipals({ sessions: services.sessions, identities: services.identityContext }),
     bearer: oidc.verifier.bearer,
     // The JWT must name the caller (by externalId or id, as its signer says).
     secondaryExtJwt: (tokens, p) =>
@@ -232,9 +231,7 @@ export async function compose(deps: ComposeDeps) {
   const { knex } = deps.database;
   const services = await createDomainServices(deps);
   const oidcPart = deps.config.edge ? await createOidcPart(deps, services) : undefined;
-  const routers = oidcPart
-    ? edgeRoutersOf(createRouteDeps(deps.config, services, oidcPart, knex))
-    : undefined;
+  const routers = oidcPart ? edgeRoutersOf(createRouteDeps(deps.config, services, oidcPart)) : undefined;
   const stopJanitor = startJanitor(knex, deps.logger);
 
   return {

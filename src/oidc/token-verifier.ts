@@ -12,7 +12,7 @@ import {
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import type { BearerVerifier, Principal } from '../services/auth/principal.js';
-import type { IdentityContext, IdentityContextCache } from '../services/identity-context.js';
+import type { IdentityContext } from '../services/identity-context.js';
 import type { RevocationState } from '../services/revocation-state.js';
 import { GENERATION_CLAIM } from './account-policy.js';
 import { ACCESS_TOKEN_AUDIENCE, CLIENT_ID } from './create-provider.js';
@@ -33,7 +33,8 @@ export interface TokenVerifierDeps {
   issuers: () => string[];
   /** In-memory revocations, kept current across instances (ADR 0006). */
   revocations: Pick<RevocationState, 'isSessionRevoked' | 'isIdentityTokenRevoked'>;
-  identities: Pick<IdentityContextCache, 'get'>;
+  /** What a bearer request needs of its identity (the cache holds more; the token settles the rest). */
+  identities: { get(id: string): Promise<IdentityContext | undefined> };
   now?: () => Date;
   /** How many verified access tokens are kept (least recently used go first). */
   cacheSize?: number;

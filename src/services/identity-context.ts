@@ -13,6 +13,17 @@ export interface IdentityContext {
   externalId?: string | null;
 }
 
+/**
+ * The cached entry: the bearer facts plus the identity's standing, which a legacy `svc-session`
+ * request checks itself (its token carries no generation). Disabling, enabling, deleting and an
+ * isAdmin change each publish an identity event, which drops the entry.
+ */
+export interface CachedIdentity extends IdentityContext {
+  isAdmin: boolean;
+  disabled: boolean;
+  disabledUntil: Date | null;
+}
+
 export interface IdentityContextDeps {
   knex: Knex;
   /** A safety net only: revocation events invalidate entries at once. */
@@ -23,7 +34,7 @@ export interface IdentityContextDeps {
 }
 
 /**
- * Identity facts for bearer requests, read once per identity and kept in memory (a bearer request reads
+ * Identity facts for bearer and legacy `svc-session` requests, read once per identity and kept in memory (a bearer request reads
  * nothing from the database; docs/architecture.md). Every change that matters to a token — deletion,
  * disabling, isAdmin, the policy or its secondary block — records an identity revocation, which drops the
  * entry here (`invalidate`) and refuses the older tokens anyway; a rename records a facts-only event, which
@@ -37,8 +48,8 @@ export function createIdentityContextCache({
   now = Date.now,
   loadDetail,
 }: IdentityContextDeps) {
-  const entries = new Map<string, { value: IdentityContext; at: number }>();
-  const loading = new Map<string, Promise<IdentityContext | undefined>>();
+  const entries = new Map<string, { value: CachedIdentity; at: number }>();
+  const loading = new Map<string, Promise<CachedIdentity | undefined>>();
   const details = new Map<string, { value: IdentityFacts; at: number }>();
   const loadingDetails = new Map<string, Promise<IdentityFacts | undefined>>();
   // Bumped by `invalidate`: a load that started before an invalidation must not be cached.
@@ -52,23 +63,26 @@ export function createIdentityContextCache({
     return value;
   }
 
-  async function load(id: string): Promise<IdentityContext | undefined> {
+  async function load(id: string): Promise<CachedIdentity | undefined> {
     const version = versions.get(id) ?? 0;
     const identity = await identitiesRepository.findById(knex, id);
     if (!identity) return undefined;
     const policy = await authPoliciesRepository.findById(knex, identity.authPolicyId);
-    const value = {
+    const value: CachedIdentity = {
       id,
       name: identity.name,
       requireExtJwtSigner: policy?.secondary.requireExtJwt ?? null,
       externalId: identity.externalId,
+      isAdmin: identity.isAdmin,
+      disabled: identity.disabled,
+      disabledUntil: identity.disabledUntil,
     };
     if ((versions.get(id) ?? 0) === version) entries.set(id, { value, at: now() });
     return value;
   }
 
   return {
-    async get(id: string): Promise<IdentityContext | undefined> {
+    async get(id: string): Promise<CachedIdentity | undefined> {
       const hit = entries.get(id);
       if (hit && now() - hit.at < ttlMs) return hit.value;
       let pending = loading.get(id);

@@ -1,24 +1,30 @@
-import type { Knex } from 'knex';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import type { Principal } from './auth/principal.js';
-import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
-import { identitiesRepository } from '../repositories/identities-repository.js';
 import { isDisabled } from './auth/identity-status.js';
+import type { IdentityContextCache } from './identity-context.js';
 import type { SessionService } from './session-service.js';
 
 /**
- * The caller behind a legacy `svc-session` token: database-backed by nature,
- * so the identity and its policy are read fresh on every request.
+ * The caller behind a legacy `svc-session` token. The session row is read on every request: logout
+ * deletes it without an event on the change feed, so only the row says the session still stands.
+ * The identity and its policy come from the in-memory identity context, which every instance drops
+ * on the identity events that deleting, disabling, enabling, a privilege or policy change publish
+ * (those that end access also delete the identity's session rows in the same transaction).
  */
-export function createLegacyPrincipals({ knex, sessions }: { knex: Knex; sessions: SessionService }) {
+export function createLegacyPrincipals({
+  sessions,
+  identities,
+}: {
+  sessions: SessionService;
+  identities: Pick<IdentityContextCache, 'get'>;
+}) {
   return async function legacyPrincipal(token: string): Promise<Principal> {
     const session = await sessions.resolve(token);
-    const identity = await identitiesRepository.findById(knex, session.identityId);
+    const identity = await identities.get(session.identityId);
     if (!identity || isDisabled(identity, new Date())) {
       throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionInvalid()] });
     }
-    const policy = await authPoliciesRepository.findById(knex, identity.authPolicyId);
     return {
       identityId: identity.id,
       identityName: identity.name,
@@ -33,7 +39,7 @@ export function createLegacyPrincipals({ knex, sessions }: { knex: Knex; session
       mfaRequired: session.mfaRequired,
       mfaComplete: session.mfaComplete,
       scopes: [],
-      requireExtJwtSigner: policy?.secondary.requireExtJwt ?? null,
+      requireExtJwtSigner: identity.requireExtJwtSigner,
       externalId: identity.externalId,
     };
   };
