@@ -22,6 +22,7 @@ import { createJwksCache } from './services/auth/jwks-cache.js';
 import { createLoginLockout } from './services/auth/login-lockout.js';
 import { createPasswordMethod } from './services/auth/password-method.js';
 import { createSignerCache } from './services/auth/signer-cache.js';
+import { createAuditTrail } from './services/audit-trail.js';
 import { createAuthenticatorService } from './services/authenticator-service.js';
 import { createCaService } from './services/ca-service.js';
 import { createEnrollmentCompletion } from './services/enrollment-completion.js';
@@ -64,6 +65,7 @@ export interface EdgeRouters {
  */
 async function createDomainServices({ config, listeners, database, box, pki, logger }: ComposeDeps) {
   const { knex } = database;
+  const audit = createAuditTrail(logger);
   // Without an edge section nothing reaches these services, but they are built all the same.
   const edge = config.edge ?? EDGE_DEFAULTS;
   const sessionTimeout = edge.api.sessionTimeout;
@@ -132,6 +134,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   });
   const totp = createTotpService({ knex, box, issuer: edge.totp.issuer, changes: revocations });
   return {
+    audit,
     sessions,
     revocationState,
     revocations,
@@ -235,6 +238,8 @@ export async function compose(deps: ComposeDeps) {
   const stopJanitor = startJanitor(knex, deps.logger);
 
   return {
+    /** Security events: logged one line each, and observable in-process (metrics). */
+    audit: services.audit,
     sessions: services.sessions,
     revocations: services.revocations,
     totp: services.totp,
