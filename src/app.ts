@@ -97,7 +97,8 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
 
     const bound = new Map<string, BoundServer>();
     for (const iface of new Set(config.listeners.flatMap((l) => l.interfaces))) {
-      const server = await listenHttps(iface, pki);
+      const proxied = config.listeners.find((l) => l.interfaces.includes(iface))?.proxyProtocol;
+      const server = await listenHttps(iface, pki, proxied && { ...proxied, logger });
       cleanups.unshift(() => closeServer(server.server));
       bound.set(iface, server);
     }

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PkiMaterial } from '../services/pki-service.js';
+import { listenWithProxyProtocol, type ProxyProtocolOptions } from './proxy-listener.js';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -22,7 +23,11 @@ const splitHostPort = (hp: string) => {
  * that certificate login works; verification is ours. Repeated `Authorization` headers are kept
  * (joined with ", "): a request may carry our token and a secondary external JWT in two headers.
  */
-export async function listenHttps(iface: string, pki: PkiMaterial): Promise<BoundServer> {
+export async function listenHttps(
+  iface: string,
+  pki: PkiMaterial,
+  proxyProtocol?: ProxyProtocolOptions,
+): Promise<BoundServer> {
   const server = createServer({
     key: pki.server.keyPem,
     cert: pki.server.certPem,
@@ -36,6 +41,10 @@ export async function listenHttps(iface: string, pki: PkiMaterial): Promise<Boun
     headersTimeout: 20_000,
   });
   const { host, port } = splitHostPort(iface);
+  if (proxyProtocol) {
+    const bound = await listenWithProxyProtocol(server, host, port, proxyProtocol);
+    return { server, requested: iface, port: bound };
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
