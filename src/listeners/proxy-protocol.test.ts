@@ -108,16 +108,12 @@ describe('PROXY protocol v2', () => {
 
   test('a wrong signature byte is refused', () => {
     fc.assert(
-      fc.property(
-        fc.integer({ min: 0, max: 11 }),
-        fc.integer({ min: 1, max: 255 }),
-        (at, flip) => {
-          const header = v2({ address: inet4([1, 2, 3, 4], 1) });
-          header[at] ^= flip;
-          // Unless the damage happens to spell the v1 signature, which cannot start with CR.
-          expect(parseProxyHeader(header).state).toBe('invalid');
-        },
-      ),
+      fc.property(fc.integer({ min: 0, max: 11 }), fc.integer({ min: 1, max: 255 }), (at, flip) => {
+        const header = v2({ address: inet4([1, 2, 3, 4], 1) });
+        header[at] ^= flip;
+        // Unless the damage happens to spell the v1 signature, which cannot start with CR.
+        expect(parseProxyHeader(header).state).toBe('invalid');
+      }),
       runs,
     );
   });
@@ -224,7 +220,8 @@ describe('PROXY protocol v1', () => {
 
   test('every strict prefix of a valid line is incomplete', () => {
     const text = line('PROXY TCP6 2001:db8::7 2001:db8::1 65535 443\r\n');
-    for (let n = 0; n < text.length; n++) expect(parseProxyHeader(text.subarray(0, n)).state).toBe('incomplete');
+    for (let n = 0; n < text.length; n++)
+      expect(parseProxyHeader(text.subarray(0, n)).state).toBe('incomplete');
   });
 });
 
@@ -248,7 +245,8 @@ describe('any bytes', () => {
           expect(r.header.length).toBeLessThanOrEqual(Math.min(data.length, V2_MAX));
           expect(parseProxyHeader(Buffer.concat([data, more]))).toEqual(r);
         }
-        if (r.state === 'invalid') expect(parseProxyHeader(Buffer.concat([data, more])).state).toBe('invalid');
+        if (r.state === 'invalid')
+          expect(parseProxyHeader(Buffer.concat([data, more])).state).toBe('invalid');
         // Incomplete is bounded: no sender keeps us buffering past the largest header.
         if (r.state === 'incomplete') expect(data.length).toBeLessThan(V2_MAX);
       }),

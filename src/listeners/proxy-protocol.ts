@@ -14,9 +14,7 @@ export interface ProxyHeader {
 }
 
 export type ProxyParse =
-  | { state: 'incomplete' }
-  | { state: 'invalid'; reason: string }
-  | { state: 'complete'; header: ProxyHeader };
+  { state: 'incomplete' } | { state: 'invalid'; reason: string } | { state: 'complete'; header: ProxyHeader };
 
 export const V2_SIGNATURE = Buffer.from('0d0a0d0a000d0a515549540a', 'hex');
 export const V1_SIGNATURE = Buffer.from('PROXY ', 'latin1');
@@ -89,7 +87,11 @@ function parseV2(data: Buffer): ProxyParse {
       family: 'IPv4',
     };
   } else if (family === 0x2) {
-    header.source = { address: formatIPv6(data.subarray(16, 32)), port: data.readUInt16BE(48), family: 'IPv6' };
+    header.source = {
+      address: formatIPv6(data.subarray(16, 32)),
+      port: data.readUInt16BE(48),
+      family: 'IPv6',
+    };
   }
   return { state: 'complete', header };
 }
@@ -140,7 +142,7 @@ export function formatIPv6(bytes: Buffer): string {
   }
   const groups = Array.from({ length: 8 }, (_, i) => bytes.readUInt16BE(i * 2));
   let best = { at: -1, length: 1 };
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     let j = i;
     while (j < 8 && groups[j] === 0) j++;
     if (j - i > best.length) best = { at: i, length: j - i };

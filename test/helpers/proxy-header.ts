@@ -53,7 +53,11 @@ export interface ProxyHeaderOptions {
 }
 
 /** Opens a TCP connection to `host:port` and writes the chunks, the last one together with the first TLS bytes. */
-export async function connectWithPreamble(host: string, port: number, o: ProxyHeaderOptions): Promise<Socket> {
+export async function connectWithPreamble(
+  host: string,
+  port: number,
+  o: ProxyHeaderOptions,
+): Promise<Socket> {
   const raw = netConnect({ host, port, localAddress: o.localAddress });
   raw.setNoDelay(true);
   await new Promise<void>((resolve, reject) => {
