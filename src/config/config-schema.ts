@@ -332,8 +332,9 @@ export const configSchema = z.object({
         'apis (edge-client, edge-management, edge-oidc, health, metrics). edge-oidc joins every ' +
         'listener that hosts edge-client, unless edge.api.disableOidcAutoBinding is true or some ' +
         'listener lists edge-oidc itself (as oidc-only does in config.example.yaml); its ' +
-        'options.redirectURIs / postLogoutURIs replace the default patterns for that listener. ' +
-        'proxyProtocol.trustedFrom: as for the default listener.',
+        'options.redirectURIs / postLogoutURIs replace the default patterns for that listener. A ' +
+        'listener behind a TCP proxy sets proxyProtocol.trustedFrom (described under the default ' +
+        'listener).',
       unset: 'one listener on address',
       examples: [
         [
