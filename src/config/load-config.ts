@@ -154,7 +154,8 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const path = issue.path.join('.');
-    const source = sourceOf.get(path);
+    // A list item's issue (`corsOrigins.1`) names the variable of the whole list.
+    const source = sourceOf.get(path) ?? sourceOf.get(issue.path.slice(0, -1).join('.'));
     throw new ConfigError(`${path || '(root)'}${source ? ` (${source})` : ''}: ${issue.message}`);
   }
   const parsed = result.data;
