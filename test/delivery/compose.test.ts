@@ -152,7 +152,7 @@ describe('docker-compose.yml, profile replicated', () => {
     expect(new Set(dataVolumes).size).toBe(2);
   });
 
-  test('the replicas\' environment is a valid configuration with the PROXY protocol on', () => {
+  test("the replicas' environment is a valid configuration with the PROXY protocol on", () => {
     const env = Object.fromEntries(
       Object.entries(replicas[0]!.environment!).map(([k, v]) => [k, withDefaults(v)]),
     );
