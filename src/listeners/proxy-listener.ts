@@ -133,6 +133,15 @@ export async function listenWithProxyProtocol(
     front.close();
     for (const socket of pending) socket.destroy();
   });
+  // The HTTPS server counts no connections of its own (they were accepted by `front`), so its
+  // close() would report "closed" at once; closing waits for front's connections instead, as it
+  // would for a server that listened itself.
+  const closeHttps = server.close.bind(server);
+  server.close = ((callback?: (err?: Error) => void) => {
+    closeHttps();
+    front.close(() => callback?.());
+    return server;
+  }) as Server['close'];
   front.on('error', (err) => log?.error({ err }, 'PROXY protocol listener error'));
 
   await new Promise<void>((resolve, reject) => {
