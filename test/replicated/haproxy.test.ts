@@ -286,6 +286,13 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
     for (let i = 1; i < order.length; i++) expect(order[i]).not.toBe(order[i - 1]);
     expect(new Set(order).size).toBe(3);
     expect(served.map((s) => s.clientAddress)).toEqual(Array(8).fill('127.0.0.5'));
+    // Audit events of these requests (the login's, at least, once the flows record them) name the
+    // client too, never the proxy.
+    const audited = replicas
+      .flatMap((r) => r.output().split('\n'))
+      .filter((l) => l.includes('"audit":true') && hops.some((id) => l.includes(`"requestId":"${id}"`)))
+      .map((l) => JSON.parse(l).sourceAddress);
+    for (const address of audited) expect(address).toBe('127.0.0.5');
   });
 
   test('a client certificate logs in through the proxy (TLS is end to end)', async () => {
