@@ -103,7 +103,8 @@ export async function listenWithProxyProtocol(
     socket.resume();
   };
 
-  const front = createServer({ pauseOnConnect: true }, (socket: Screened) => {
+  // noDelay as the HTTPS server sets it on the sockets it accepts itself.
+  const front = createServer({ pauseOnConnect: true, noDelay: true }, (socket: Screened) => {
     const peer = socket.remoteAddress;
     if (!peer) return void socket.destroy();
     pending.add(socket);
