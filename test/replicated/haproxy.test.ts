@@ -359,7 +359,7 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
     expect((await login(b, 'wrong-password-1')).status).toBe(401);
 
     // Counted per identity and client address in the database, whichever replica took the attempt.
-    const counts = await mgmtCounts(user.id);
+    const counts = await failureCounts(user.id);
     expect(counts).toEqual({ '127.0.0.2': 3, '127.0.0.3': 1 });
 
     // The hourly ceiling (100 per identity and address) reached by A: rather than 97 more Argon2
@@ -455,7 +455,7 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
     }
   }
 
-  async function mgmtCounts(identityId: string): Promise<Record<string, number>> {
+  async function failureCounts(identityId: string): Promise<Record<string, number>> {
     const rows = await withDatabase((knex) =>
       knex('login_address_failures').where({ identity_id: identityId }).select('client_address', 'in_window'),
     );
