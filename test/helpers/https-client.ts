@@ -1,4 +1,4 @@
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 
 export interface TestResponse<T = any> {
   status: number;
@@ -17,6 +17,11 @@ export interface ClientOptions {
   key?: string;
   /** The local address to connect from, e.g. another loopback address than 127.0.0.1. */
   localAddress?: string;
+  /**
+   * Connect to this port instead of the URL's, keeping the URL's Host: one instance of several
+   * behind a shared address, as a TCP proxy would route it.
+   */
+  connectPort?: number;
 }
 
 export interface RequestOptions {
@@ -43,8 +48,12 @@ function encodeBody(o: RequestOptions, headers: Record<string, string | string[]
 
 /** A real HTTPS client that trusts the service CA, keeps no cookies and follows no redirects. */
 export function createHttpsClient(baseUrl: string, options: ClientOptions) {
+  const tls = { ca: options.ca, cert: options.cert, key: options.key };
+  const connector = options.connectPort ? buildConnector(tls) : undefined;
   const dispatcher: Dispatcher = new Agent({
-    connect: { ca: options.ca, cert: options.cert, key: options.key },
+    connect: connector
+      ? (opts, callback) => connector({ ...opts, port: String(options.connectPort) }, callback)
+      : tls,
     ...(options.localAddress ? { localAddress: options.localAddress } : {}),
     keepAliveTimeout: 1000,
   });
