@@ -21,15 +21,25 @@ export const isForeignKeyViolation = (err: unknown, constraint?: string): boolea
  */
 const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '55P03']);
 /** Socket-level failures of the driver reaching the server. */
-const UNAVAILABLE_SYSCALLS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH']);
-/** What node-postgres and knex say when a connection died or none could be had in time. */
+const UNAVAILABLE_SYSCALLS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+]);
+/**
+ * What node-postgres and knex say when a connection died or none could be had in time (knex puts
+ * the statement in front of the driver's message, so these are not anchored).
+ */
 const UNAVAILABLE_MESSAGES = [
-  /^Connection terminated/,
-  /Client has encountered a connection error and is not queryable/,
-  /Client was closed and is not queryable/,
-  /^Knex: Timeout acquiring a connection/,
-  /^timeout exceeded when trying to connect/,
-  /^Connection ended unexpectedly/,
+  /Connection terminated( unexpectedly)?$/,
+  /Client has encountered a connection error and is not queryable$/,
+  /Client was closed and is not queryable$/,
+  /Knex: Timeout acquiring a connection/,
+  /timeout exceeded when trying to connect$/,
+  /Connection ended unexpectedly$/,
 ];
 
 /**
@@ -44,7 +54,8 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
     if (UNAVAILABLE_STATES.has(e.code) || UNAVAILABLE_SYSCALLS.has(e.code)) return true;
   }
   if (e.name === 'KnexTimeoutError') return true;
-  if (typeof e.message === 'string' && UNAVAILABLE_MESSAGES.some((m) => m.test(e.message as string))) return true;
+  if (typeof e.message === 'string' && UNAVAILABLE_MESSAGES.some((m) => m.test(e.message as string)))
+    return true;
   // AggregateError (a connect attempt to every address of a host) and wrapped causes.
   if (Array.isArray(e.errors) && e.errors.some((x) => isDatabaseUnavailable(x, depth + 1))) return true;
   return isDatabaseUnavailable(e.cause, depth + 1);

@@ -62,7 +62,12 @@ export async function startPgCluster(settings: Record<string, string> = {}): Pro
     ...settings,
   };
   const confPath = join(data, 'postgresql.auto.conf');
-  writeFileSync(confPath, Object.entries(conf).map(([k, v]) => `${k} = ${v}\n`).join(''));
+  writeFileSync(
+    confPath,
+    Object.entries(conf)
+      .map(([k, v]) => `${k} = ${v}\n`)
+      .join(''),
+  );
   if (owner) chownSync(confPath, owner.uid, owner.gid);
   const pgCtl = (...args: string[]) =>
     asOwner([join(BIN, 'pg_ctl'), '-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', ...args], owner);
