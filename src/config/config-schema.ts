@@ -162,9 +162,9 @@ export const configSchema = z.object({
         description:
           'PostgreSQL cancels a statement that runs longer (a lock held elsewhere, an overloaded ' +
           'server); the request gets 503 SERVICE_UNAVAILABLE instead of waiting. 0 = no limit. ' +
-          'Migrations at start are statements too: run a long one with `npm run db:migrate` first.',
+          'Migrations run without it.',
       }),
-      acquireTimeout: duration('5s').meta({
+      acquireTimeout: duration('10s').meta({
         description:
           'How long a request waits for a pooled connection or for a new one to connect before it ' +
           'gets 503 SERVICE_UNAVAILABLE.',

@@ -78,7 +78,7 @@ export function databaseFor(config: {
   dataDir: string;
   database: { poolMax: number; statementTimeout?: number; acquireTimeout?: number };
 }): Database {
-  const { poolMax, statementTimeout = 0, acquireTimeout = 5 } = config.database;
+  const { poolMax, statementTimeout = 0, acquireTimeout = 10 } = config.database;
   return config.databaseUrl
     ? createDatabase({
         kind: 'pg',
