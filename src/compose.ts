@@ -73,7 +73,11 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   const sessions = createSessionService({ db: knex, sessionTimeout });
   // Revocations are remembered as long as an access token they cover can live (plus clock
   // margin); refresh tokens and legacy sessions are checked against the database anyway.
-  const revocationState = createRevocationState({ database, logger });
+  const revocationState = createRevocationState({
+    database,
+    logger,
+    changeFeed: config.database.changeFeed,
+  });
   const revocations = createRevocationService({
     retentionSeconds: () => (oidc?.accessTokenDuration ?? sessionTimeout) + 60,
     // A failed read is retried by the one-second catch-up; it must not fail the admin's request.

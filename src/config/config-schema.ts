@@ -175,6 +175,26 @@ export const configSchema = z.object({
   database: z
     .object({
       poolMax: int(10, 1, 200).meta({ description: 'Connections per instance to that PostgreSQL.' }),
+      statementTimeout: duration('10s').meta({
+        description:
+          'PostgreSQL cancels a statement that runs longer (a lock held elsewhere, an overloaded ' +
+          'server); the request gets 503 SERVICE_UNAVAILABLE instead of waiting. 0 = no limit. ' +
+          'Migrations run without it.',
+      }),
+      acquireTimeout: duration('10s').meta({
+        description:
+          'How long a request waits for a pooled connection or for a new one to connect before it ' +
+          'gets 503 SERVICE_UNAVAILABLE.',
+      }),
+      changeFeed: z
+        .enum(['listen', 'poll'])
+        .default('listen')
+        .meta({
+          description:
+            'How an instance learns of revocations made by the others: `listen` = PostgreSQL ' +
+            'LISTEN/NOTIFY plus a catch-up read every second; `poll` = the catch-up read alone, for ' +
+            'PostgreSQL-compatible engines without LISTEN/NOTIFY. Either way within about a second.',
+        }),
     })
     .prefault({}),
   address: hostPort.default('127.0.0.1:1280').meta({

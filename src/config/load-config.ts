@@ -37,6 +37,9 @@ const NAMED_VARIABLES: Record<string, string> = {
 const SCALAR_PATHS = [
   'database.poolMax',
   'proxyProtocol.trustedFrom',
+  'database.statementTimeout',
+  'database.acquireTimeout',
+  'database.changeFeed',
   'edge.api.sessionTimeout',
   'edge.api.disableOidcAutoBinding',
   'edge.oidc.accessTokenDuration',

@@ -9,8 +9,20 @@ import { migrationSource } from './migration-source.js';
 /** A knex handle or a transaction: every repository function takes one of these. */
 export type Db = Knex | Knex.Transaction;
 
-export type DatabaseTarget =
-  { kind: 'pg'; connectionString: string; poolMax: number } | { kind: 'pglite'; dataDir?: string };
+export interface PgTarget {
+  kind: 'pg';
+  connectionString: string;
+  poolMax: number;
+  /** Server-side limit per statement, in ms; 0 = none. */
+  statementTimeoutMs?: number;
+  /** How long a query waits for a pooled connection (or a new one to connect), in ms. */
+  acquireTimeoutMs?: number;
+}
+
+export type DatabaseTarget = PgTarget | { kind: 'pglite'; dataDir?: string };
+
+/** The name the controller's connections carry in pg_stat_activity. */
+export const APPLICATION_NAME = 'svc-controller';
 
 export interface Database {
   knex: Knex;
@@ -34,10 +46,23 @@ export function createDatabase(target: DatabaseTarget): Database {
     });
     return { knex, kind: 'pglite', target };
   }
+  const acquireTimeoutMillis = target.acquireTimeoutMs ?? 60_000;
   const knex = knexFactory({
     client: 'pg',
-    connection: target.connectionString,
-    pool: { min: 0, max: target.poolMax },
+    connection: {
+      connectionString: target.connectionString,
+      application_name: APPLICATION_NAME,
+      // A statement stuck behind a lock or a slow disk fails after this long instead of holding
+      // its connection (and the requests queued behind it) indefinitely.
+      ...(target.statementTimeoutMs ? { statement_timeout: target.statementTimeoutMs } : {}),
+      // A database that accepts TCP but never answers must not hold a request for longer either.
+      connectionTimeoutMillis: acquireTimeoutMillis,
+      // A peer that vanished without a FIN (a failed-over host) is noticed by the kernel.
+      keepAlive: true,
+    },
+    // Requests wait at most this long for a connection; then they fail (503) instead of piling up.
+    pool: { min: 0, max: target.poolMax, acquireTimeoutMillis, createTimeoutMillis: acquireTimeoutMillis },
+    acquireConnectionTimeout: acquireTimeoutMillis,
     migrations: { migrationSource },
   });
   return { knex, kind: 'pg', target };
@@ -51,9 +76,16 @@ export function pgliteDir(dataDir: string): string {
 export function databaseFor(config: {
   databaseUrl?: string;
   dataDir: string;
-  database: { poolMax: number };
+  database: { poolMax: number; statementTimeout?: number; acquireTimeout?: number };
 }): Database {
+  const { poolMax, statementTimeout = 0, acquireTimeout = 10 } = config.database;
   return config.databaseUrl
-    ? createDatabase({ kind: 'pg', connectionString: config.databaseUrl, poolMax: config.database.poolMax })
+    ? createDatabase({
+        kind: 'pg',
+        connectionString: config.databaseUrl,
+        poolMax,
+        statementTimeoutMs: statementTimeout * 1000,
+        acquireTimeoutMs: Math.max(1, acquireTimeout) * 1000,
+      })
     : createDatabase({ kind: 'pglite', dataDir: pgliteDir(config.dataDir) });
 }

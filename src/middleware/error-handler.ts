@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import { AppError, isAppError } from '../errors/app-error.js';
 import { sendError } from '../errors/envelope.js';
+import { isDatabaseUnavailable } from '../db/db-errors.js';
 
 interface HttpishError {
   status?: number;
@@ -19,6 +20,19 @@ function fromHttpError(err: HttpishError): AppError | undefined {
 }
 
 /**
+ * The database is down, restarting or too slow (statement or pool timeout): a retry may succeed,
+ * so the client gets 503 with Retry-After, not a 500 that reads as a bug.
+ */
+function databaseUnavailableError(err: unknown): AppError | undefined {
+  if (!isDatabaseUnavailable(err)) return undefined;
+  return new AppError('SERVICE_UNAVAILABLE', {
+    message: 'the database is unavailable or too slow; retry later',
+    headers: { 'retry-after': '1' },
+    detail: (err as Error).message,
+  });
+}
+
+/**
  * The one place that turns errors into the Edge envelope. Unknown errors are
  * logged with the request id and answered SERVER_ERROR with no detail.
  */
@@ -26,7 +40,9 @@ export async function errorHandler(ctx: Context, next: Next) {
   try {
     await next();
   } catch (err) {
-    let appError = isAppError(err) ? err : fromHttpError(err as HttpishError);
+    let appError = isAppError(err)
+      ? err
+      : (databaseUnavailableError(err) ?? fromHttpError(err as HttpishError));
     if (!appError) {
       ctx.state.log?.error({ err }, 'unhandled error');
       appError = new AppError('SERVER_ERROR');

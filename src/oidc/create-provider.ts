@@ -9,6 +9,7 @@ import Provider, {
   type KoaContextWithOIDC,
 } from 'oidc-provider';
 import type { JWK } from 'jose';
+import { isDatabaseUnavailable } from '../db/db-errors.js';
 import type { AccountPolicy } from './account-policy.js';
 import { LOGIN_PATH_BY_HINT, LOGIN_PATHS, loginEndpointsOf } from './login-paths.js';
 
@@ -211,8 +212,19 @@ export function createProvider(o: ProviderOptions): Provider {
   };
   client.redirectUriAllowed = (uri) => o.redirectUriAllowed(uri);
   client.postLogoutRedirectUriAllowed = (uri) => o.postLogoutUriAllowed(uri);
-  provider.on('server_error', (_ctx: unknown, err: unknown) =>
-    o.logger.error({ err }, 'oidc-provider error'),
-  );
+  provider.on('server_error', (ctx: KoaContextWithOIDC, err: unknown) => {
+    if (!isDatabaseUnavailable(err)) return o.logger.error({ err }, 'oidc-provider error');
+    // The database is down, restarting or too slow: a retry may succeed (RFC 6749 §4.1.2.1 names
+    // this error), so the client gets 503 with Retry-After instead of a 500 `server_error`. The
+    // provider emits this event after writing its answer and before sending it.
+    o.logger.warn({ err: (err as Error).message }, 'database unavailable');
+    ctx.status = 503;
+    ctx.set('retry-after', '1');
+    ctx.type = 'json';
+    ctx.body = {
+      error: 'temporarily_unavailable',
+      error_description: 'the database is unavailable or too slow; retry later',
+    };
+  });
   return provider;
 }

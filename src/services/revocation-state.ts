@@ -1,5 +1,5 @@
-import pg from 'pg';
 import type { Logger } from 'pino';
+import { createChangeFeed, type ChangeFeed, type ChangeFeedMode } from '../db/change-feed.js';
 import type { Database } from '../db/create-database.js';
 import { revocationsRepository, type Revocation } from '../repositories/revocations-repository.js';
 
@@ -24,19 +24,23 @@ export interface RevocationStateDeps {
   database: Database;
   logger: Logger;
   pollMs?: number;
+  /** How other processes' revocations are noticed (src/db/change-feed.ts); default `listen`. */
+  changeFeed?: ChangeFeedMode;
   now?: () => number;
 }
 
 /**
  * The revocations every process must know without a database read per request
  * (docs/adr/0006-revocation-listen-notify-catch-up.md): API sessions ended and identities whose tokens were
- * invalidated. Kept current by PostgreSQL LISTEN/NOTIFY plus a catch-up read every `pollMs` (1 s), so a
- * lost notification or a dropped listener connection delays a revocation by at most that long.
+ * invalidated. Kept current by a change feed: PostgreSQL LISTEN/NOTIFY plus a catch-up read every
+ * `pollMs` (1 s), or the catch-up read alone, so a lost notification or a dropped listener
+ * connection delays a revocation by at most that long.
  */
 export function createRevocationState({
   database,
   logger,
   pollMs = 1000,
+  changeFeed = 'listen',
   now = Date.now,
 }: RevocationStateDeps) {
   const sessions = new Map<string, number>();
@@ -44,9 +48,15 @@ export function createRevocationState({
   const gaps = new Map<number, number>();
   const identityListeners: ((identityId: string) => void)[] = [];
   let maxId = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let listener: pg.Client | undefined;
-  let stopped = false;
+  const feed: ChangeFeed = createChangeFeed({
+    database,
+    mode: changeFeed,
+    channel: REVOCATION_CHANNEL,
+    intervalMs: pollMs,
+    logger,
+  });
+  /** Set while catch-up reads fail (the database is down): logged once, and once on recovery. */
+  let failingSince: number | undefined;
   let refreshing: Promise<void> | undefined;
   let again: Promise<void> | undefined;
 
@@ -119,19 +129,20 @@ export function createRevocationState({
     return refreshing;
   }
 
-  async function listen(): Promise<void> {
-    if (database.target.kind !== 'pg' || stopped) return;
-    const client = new pg.Client({ connectionString: database.target.connectionString });
-    client.on('notification', () => void refresh().catch(() => undefined));
-    client.on('error', (err) => logger.warn({ err: err.message }, 'revocation listener lost; reconnecting'));
-    client.on('end', () => {
-      if (listener === client) listener = undefined;
-      if (!stopped) setTimeout(() => void listen().catch(() => undefined), pollMs).unref();
-    });
-    await client.connect();
-    await client.query(`LISTEN ${REVOCATION_CHANNEL}`);
-    listener = client;
-    await refresh(); // whatever happened while we were not listening
+  /** A wake-up from the feed: read, and say once when reads start failing and when they work again. */
+  function wake(): void {
+    refresh().then(
+      () => {
+        if (failingSince === undefined) return;
+        logger.info({ downMs: now() - failingSince }, 'revocation catch-up reads work again');
+        failingSince = undefined;
+      },
+      (err: Error) => {
+        if (failingSince !== undefined) return;
+        failingSince = now();
+        logger.warn({ err: err.message }, 'revocation catch-up failed; retrying every interval');
+      },
+    );
   }
 
   return {
@@ -151,23 +162,19 @@ export function createRevocationState({
     },
 
     /** The backend pid of the LISTEN connection (tests cut it to prove nothing is lost). */
-    listenerPid: () => (listener as unknown as { processID?: number } | undefined)?.processID,
+    listenerPid: () => feed.state().backendPid,
+
+    /** The change feed's mode and whether it is subscribed (health, metrics). */
+    feedState: () => feed.state(),
 
     async start(): Promise<void> {
       await load();
-      await listen().catch((err) => logger.warn({ err: err.message }, 'revocation listener failed to start'));
-      timer = setInterval(
-        () => void refresh().catch((err) => logger.warn({ err: err.message }, 'revocation catch-up failed')),
-        pollMs,
-      );
-      timer.unref();
+      await feed.subscribe(wake);
     },
 
     async stop(): Promise<void> {
-      stopped = true;
-      clearInterval(timer);
+      await feed.close();
       await refreshing?.catch(() => undefined);
-      await listener?.end().catch(() => undefined);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { Agent, type buildConnector, type Dispatcher } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 
 export interface TestResponse<T = any> {
   status: number;
@@ -19,6 +19,11 @@ export interface ClientOptions {
   localAddress?: string;
   /** Opens the TLS connections itself (e.g. after writing a PROXY protocol header). */
   connector?: buildConnector.connector;
+  /**
+   * Connect to this port instead of the URL's, keeping the URL's Host: one instance of several
+   * behind a shared address, as a TCP proxy would route it.
+   */
+  connectPort?: number;
 }
 
 export interface RequestOptions {
@@ -45,8 +50,14 @@ function encodeBody(o: RequestOptions, headers: Record<string, string | string[]
 
 /** A real HTTPS client that trusts the service CA, keeps no cookies and follows no redirects. */
 export function createHttpsClient(baseUrl: string, options: ClientOptions) {
+  const tls = { ca: options.ca, cert: options.cert, key: options.key };
+  const connector = options.connectPort ? buildConnector(tls) : undefined;
   const dispatcher: Dispatcher = new Agent({
-    connect: options.connector ?? { ca: options.ca, cert: options.cert, key: options.key },
+    connect:
+      options.connector ??
+      (connector
+        ? (opts, callback) => connector({ ...opts, port: String(options.connectPort) }, callback)
+        : tls),
     ...(options.localAddress ? { localAddress: options.localAddress } : {}),
     keepAliveTimeout: 1000,
   });
