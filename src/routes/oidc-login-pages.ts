@@ -10,6 +10,7 @@ const STYLE = `
 body{font:1rem/1.5 system-ui,sans-serif;color:#1a1a1a;background:#fff;margin:0}
 main{max-width:26rem;margin:0 auto;padding:2rem 1rem}
 h1{font-size:1.5rem;line-height:1.25;margin:0 0 1rem}
+h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
 label{display:block;font-weight:600;margin:1rem 0 .25rem}
 input{display:block;width:100%;font:inherit;padding:.5rem;border:1px solid #6b6b6b;border-radius:4px}
 input[aria-invalid=true]{border:2px solid #b00020}
