@@ -7,6 +7,8 @@ export interface ExampleProcess {
   child: ChildProcess;
   /** Everything it printed so far, stdout and stderr. */
   output(): string;
+  /** Its stdout so far. */
+  stdout(): string;
   /** Resolves with the first stdout line matching `pattern` (its first group, if any). */
   line(pattern: RegExp, timeout?: number): Promise<string>;
   /** The exit code, once it has exited. */
@@ -47,6 +49,7 @@ export function runExample(path: string, args: string[], env: Record<string, str
   return {
     child,
     output: () => out,
+    stdout: () => stdout,
     exited,
     line: (pattern, timeout = 30_000) =>
       waitFor(
