@@ -17,7 +17,9 @@ const { values, positionals } = parseArgs({
   },
 });
 if (positionals.length !== 1) {
-  console.error('usage: cli.js <issuer URL, e.g. https://localhost:1280/oidc> [--json] [--api <Edge client API URL>]');
+  console.error(
+    'usage: cli.js <issuer URL, e.g. https://localhost:1280/oidc> [--json] [--api <Edge client API URL>]',
+  );
   process.exit(2);
 }
 const issuer = new URL(positionals[0]);
@@ -48,7 +50,9 @@ function loopback() {
 <p>You can close this window and return to the terminal.</p></main></body></html>`);
     resolveCallback(url);
   });
-  const listening = new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server.address().port)));
+  const listening = new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(server.address().port)),
+  );
   const timer = setTimeout(
     () => rejectCallback(new Error('no sign-in within the timeout')),
     Number(values.timeout) * 1000,
@@ -64,7 +68,12 @@ function loopback() {
 }
 
 async function currentIdentity(accessToken) {
-  const response = await client.fetchProtectedResource(config, accessToken, new URL('current-identity', apiBase), 'GET');
+  const response = await client.fetchProtectedResource(
+    config,
+    accessToken,
+    new URL('current-identity', apiBase),
+    'GET',
+  );
   if (!response.ok) throw new Error(`Edge API answered HTTP ${response.status}`);
   return (await response.json()).data;
 }

@@ -47,10 +47,15 @@ $('check-cors').addEventListener('click', async () => {
   try {
     const response = await fetch(tokenEndpoint, {
       method: 'POST',
-      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'not-a-token', client_id: config.clientId }),
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: 'not-a-token',
+        client_id: config.clientId,
+      }),
     });
     const body = await response.json();
-    $('cors-result').textContent = `Allowed: the token endpoint answered HTTP ${response.status} (${body.error}).`;
+    $('cors-result').textContent =
+      `Allowed: the token endpoint answered HTTP ${response.status} (${body.error}).`;
   } catch {
     $('cors-result').textContent = 'Refused: the browser blocked the answer of the token endpoint (CORS).';
   }

@@ -42,12 +42,17 @@ const csp = [
 const server = createServer(async (req, res) => {
   const path = new URL(req.url ?? '/', 'http://x').pathname;
   const send = (status, type, body) => {
-    res.writeHead(status, { 'content-type': type, 'content-security-policy': csp, 'cache-control': 'no-store' });
+    res.writeHead(status, {
+      'content-type': type,
+      'content-security-policy': csp,
+      'cache-control': 'no-store',
+    });
     res.end(body);
   };
   try {
     if (req.method !== 'GET') return send(405, 'text/plain', 'method not allowed');
-    if (pages.has(path)) return send(200, 'text/html; charset=utf-8', await readFile(join(here, 'index.html')));
+    if (pages.has(path))
+      return send(200, 'text/html; charset=utf-8', await readFile(join(here, 'index.html')));
     if (path === '/style.css') return send(200, 'text/css', await readFile(join(here, 'style.css')));
     if (path === '/config.json') return send(200, 'application/json', JSON.stringify(config));
     if (Object.hasOwn(files, path)) {

@@ -119,7 +119,12 @@ export interface LoginPageOptions {
   username?: string;
 }
 
-function pageBody(kind: LoginPage, authRequestId: string, action: string, o: LoginPageOptions): [string, string] {
+function pageBody(
+  kind: LoginPage,
+  authRequestId: string,
+  action: string,
+  o: LoginPageOptions,
+): [string, string] {
   const form = (inner: string, button: string) => formHtml(action, authRequestId, inner, button);
   const invalid = o.error !== undefined;
   if (kind === 'username') {

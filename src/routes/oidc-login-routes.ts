@@ -105,7 +105,8 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
         renderLoginPage(ctx, page, pending.uid, {
           status: 401,
           error: 'The credentials were not accepted.',
-          username: typeof body.username === 'string' && body.username.length <= 256 ? body.username : undefined,
+          username:
+            typeof body.username === 'string' && body.username.length <= 256 ? body.username : undefined,
         });
       }
     });

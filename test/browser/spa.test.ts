@@ -19,7 +19,9 @@ const freePort = () =>
   });
 
 const statusIs = (page: Page, text: string) =>
-  page.waitForFunction((t) => document.getElementById('status')?.textContent === t, text, { timeout: 30_000 });
+  page.waitForFunction((t) => document.getElementById('status')?.textContent === t, text, {
+    timeout: 30_000,
+  });
 
 /** What oidc-client-ts keeps for the signed-in user in sessionStorage. */
 const storedUser = (page: Page) =>
@@ -50,7 +52,10 @@ describe('examples/spa in Chromium: oidc-client-ts, code flow with PKCE, CORS fo
       },
     });
     user = await createUser(server, 'spa-user');
-    const env = { SVC_ISSUER: `${server.url}/oidc`, NODE_EXTRA_CA_CERTS: writeCaFile(server.dataDir, server.ca) };
+    const env = {
+      SVC_ISSUER: `${server.url}/oidc`,
+      NODE_EXTRA_CA_CERTS: writeCaFile(server.dataDir, server.ca),
+    };
     spa = runExample('spa/server.js', [], { ...env, PORT: String(port) });
     // The same app from another port: another origin, which the controller does not allow.
     other = runExample('spa/server.js', [], { ...env, PORT: '0' });
@@ -87,7 +92,9 @@ describe('examples/spa in Chromium: oidc-client-ts, code flow with PKCE, CORS fo
     expect(new URL(page.url()).pathname).toBe('/');
     expect(await page.locator('#identity-name').textContent()).toBe(user.name);
     expect(await page.locator('#api-result').textContent()).toMatch(/^HTTP 200\n/);
-    expect(JSON.parse((await page.locator('#api-result').textContent())!.split('\n').slice(1).join('\n')).data).toMatchObject({
+    expect(
+      JSON.parse((await page.locator('#api-result').textContent())!.split('\n').slice(1).join('\n')).data,
+    ).toMatchObject({
       id: user.id,
       name: user.name,
     });

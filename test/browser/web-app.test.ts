@@ -104,11 +104,15 @@ describe('examples/web-app in Chromium: password, TOTP enrollment, Edge API, end
     await shot('controller-totp-enroll-start');
 
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Set up an authenticator app');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(
+      'Set up an authenticator app',
+    );
     await navigate(page, () => page.keyboard.press('Enter'));
     await expectAccessiblePage(page, 'Set up two-step verification');
     const qr = page.getByRole('img', { name: 'QR code of the authenticator setup link' });
-    expect(await qr.evaluate((img: HTMLImageElement) => img.naturalWidth > 0 && img.width <= innerWidth)).toBe(true);
+    expect(
+      await qr.evaluate((img: HTMLImageElement) => img.naturalWidth > 0 && img.width <= innerWidth),
+    ).toBe(true);
     expect(await page.locator('ul.codes li').count()).toBe(10);
     const secret = (await page.locator('code.secret').textContent())!;
     expect(secret).toMatch(/^[A-Z2-7]{16,}$/);

@@ -1,6 +1,12 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import {
+  chromium,
+  type Browser,
+  type BrowserContext,
+  type BrowserContextOptions,
+  type Page,
+} from 'playwright-core';
 
 /** Debian's chromium package; `.ci/run` installs it when missing. */
 export const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
@@ -26,7 +32,12 @@ export async function launchChromium(): Promise<Browser> {
 }
 
 /** A phone-sized viewport: the pages must be readable there without zooming or scrolling sideways. */
-export const PHONE = { viewport: { width: 375, height: 740 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
+export const PHONE = {
+  viewport: { width: 375, height: 740 },
+  deviceScaleFactor: 2,
+  isMobile: true,
+  hasTouch: true,
+};
 
 /** Screenshots of a suite go to artifacts/screenshots/<leg>/<suite>/ (gitignored; .ci/run prints where). */
 export function screenshotDir(suite: string): string {
@@ -70,7 +81,9 @@ export async function watchedPage(
     if (m.type() !== 'error') return;
     const text = m.text();
     const expectedStatus =
-      allowed.status !== undefined && text.includes(`status of ${allowed.status} `) && /^Failed to load/.test(text);
+      allowed.status !== undefined &&
+      text.includes(`status of ${allowed.status} `) &&
+      /^Failed to load/.test(text);
     if (expectedStatus || allowed.console?.test(text)) return;
     problems.push(`console error on ${page.url()}: ${text}`);
   });
@@ -112,7 +125,7 @@ export async function layoutFacts(page: Page) {
     h1: document.querySelector('h1')?.textContent ?? null,
     main: document.querySelectorAll('main').length,
     /** Inputs a user sees with no label pointing at them. */
-    unlabelled: [...document.querySelectorAll('input:not([type=hidden])')]
+    unlabelled: Array.from(document.querySelectorAll('input:not([type=hidden])'))
       .filter((i) => !(i as HTMLInputElement).labels?.length)
       .map((i) => i.id || i.getAttribute('name')),
     scripts: document.querySelectorAll('script').length,

@@ -55,7 +55,10 @@ export function runExample(path: string, args: string[], env: Record<string, str
       waitFor(
         () => {
           if (code !== undefined) throw new Error(`${path} exited (${code}): ${out}`);
-          const m = stdout.split('\n').map((l) => pattern.exec(l)).find(Boolean);
+          const m = stdout
+            .split('\n')
+            .map((l) => pattern.exec(l))
+            .find(Boolean);
           return m ? (m[1] ?? m[0]) : undefined;
         },
         { timeout, what: `${path} to print ${pattern}` },
