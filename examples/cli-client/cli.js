@@ -2,7 +2,7 @@
 // A native (CLI) client of the svc controller, the flow device SDKs use: the Authorization Code
 // Flow with PKCE and a loopback redirect on a random port (RFC 8252 §7.3), then a call to the
 // Edge API, a token refresh, and the call again with the new access token.
-// Run: NODE_EXTRA_CA_CERTS=data/pki/ca.pem node examples/cli-client/cli.js https://localhost:1280/oidc
+// Run: NODE_EXTRA_CA_CERTS=data/pki/ca.pem node examples/cli-client/cli.js https://127.0.0.1:1280/oidc
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import * as client from 'openid-client';
@@ -18,7 +18,7 @@ const { values, positionals } = parseArgs({
 });
 if (positionals.length !== 1) {
   console.error(
-    'usage: cli.js <issuer URL, e.g. https://localhost:1280/oidc> [--json] [--api <Edge client API URL>]',
+    'usage: cli.js <issuer URL, e.g. https://127.0.0.1:1280/oidc> [--json] [--api <Edge client API URL>]',
   );
   process.exit(2);
 }

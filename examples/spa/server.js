@@ -13,7 +13,7 @@ const bundleDir = join(
   'dist',
   'browser',
 );
-const issuer = new URL(process.env.SVC_ISSUER ?? 'https://localhost:1280/oidc');
+const issuer = new URL(process.env.SVC_ISSUER ?? 'https://127.0.0.1:1280/oidc');
 const config = {
   authority: issuer.href.replace(/\/$/, ''),
   clientId: process.env.SVC_CLIENT_ID ?? 'svc',

@@ -6,7 +6,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import * as client from 'openid-client';
 
-const issuer = new URL(process.env.SVC_ISSUER ?? 'https://localhost:1280/oidc');
+const issuer = new URL(process.env.SVC_ISSUER ?? 'https://127.0.0.1:1280/oidc');
 const apiBase = new URL(process.env.SVC_API_URL ?? '/edge/client/v1/', issuer);
 const port = Number(process.env.PORT ?? 3000);
 const clientId = process.env.SVC_CLIENT_ID ?? 'svc';
