@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser, Page } from 'playwright-core';
+import { generateClientKeyAndCsr } from '../../src/crypto/pki.js';
 import { apiSessionsRepository } from '../../src/repositories/api-sessions-repository.js';
 import {
   describedBy,
@@ -13,7 +14,7 @@ import {
 import { runExample, writeCaFile, type ExampleProcess } from '../helpers/example-process.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
-import { managementApi } from '../identities/identity-fixtures.js';
+import { CLIENT, createIdentity, identityDetail, managementApi } from '../identities/identity-fixtures.js';
 import { createUser, type TestUser } from '../mfa/mfa-fixtures.js';
 import { createPolicy } from '../second-factors/factor-fixtures.js';
 
@@ -183,5 +184,38 @@ describe('examples/web-app in Chromium: password, TOTP enrollment, Edge API, end
     await shot('controller-login-cert-error');
 
     w.assertClean();
+  });
+
+  test('with a client certificate from the controller PKI, the certificate page signs the user in', async () => {
+    const api = managementApi(server, await server.adminToken());
+    const name = 'browser-device';
+    const id = await createIdentity(api, { name, isAdmin: false, enrollment: { ott: true } });
+    const { token } = (await identityDetail(api, id)).enrollment.ott;
+    const { keyPem, csrPem } = await generateClientKeyAndCsr({ commonName: name });
+    const enrolled = await server.client.post(`${CLIENT}/enroll/ott`, { body: { token, clientCsr: csrPem } });
+    expect(enrolled.status).toBe(200);
+    // The browser presents this certificate in the TLS handshake with the controller.
+    const certified = await watchedPage(browser, dir, {
+      ...PHONE,
+      javaScriptEnabled: false,
+      clientCertificates: [
+        { origin: server.url, cert: Buffer.from(enrolled.body.data.cert), key: Buffer.from(keyPem) },
+      ],
+    });
+    try {
+      const { page, shot } = certified;
+      await page.goto(`${appUrl}/login?method=cert`);
+      expect(new URL(page.url()).pathname).toBe('/oidc/login/cert');
+      await expectAccessiblePage(page, 'Sign in with a certificate');
+      await navigate(page, () => page.getByRole('button', { name: 'Continue with my certificate' }).click());
+      await page.waitForURL(`${appUrl}/`);
+      expect(await page.locator('#identity-name').textContent()).toBe(name);
+      expect(await page.locator('#claim-amr').textContent()).toBe('cert');
+      expect(JSON.parse((await page.locator('#api-result').textContent())!).data.id).toBe(id);
+      await shot('web-app-signed-in-with-certificate');
+      certified.assertClean();
+    } finally {
+      await certified.context.close();
+    }
   });
 });
