@@ -13,7 +13,9 @@ describe('examples/cli-client: loopback redirect with PKCE, refresh, Edge API ca
   const dir = screenshotDir('cli-client');
 
   beforeAll(async () => {
-    [server, browser] = await Promise.all([startTestServer(), launchChromium()]);
+    // One after the other: on a busy machine the embedded database boots slowly enough already.
+    server = await startTestServer();
+    browser = await launchChromium();
     user = await createUser(server, 'cli-user');
     w = await watchedPage(browser, dir, PHONE);
   });
