@@ -62,13 +62,14 @@ $('check-cors').addEventListener('click', async () => {
 });
 
 try {
+  let signedOut = false;
   if (location.pathname === '/auth/callback') {
     await manager.signinRedirectCallback();
     history.replaceState(null, '', '/');
   } else if (location.pathname === '/auth/logout') {
     await manager.signoutRedirectCallback();
     history.replaceState(null, '', '/');
-    status('Signed out.');
+    signedOut = true;
   }
   const user = await manager.getUser();
   if (user && !user.expired) {
@@ -76,7 +77,7 @@ try {
     status('Signed in.');
   } else {
     $('signed-out').hidden = false;
-    if (location.pathname !== '/' || $('status').textContent === 'Loading…') status('Not signed in.');
+    status(signedOut ? 'Signed out.' : 'Not signed in.');
   }
 } catch (err) {
   status(`Error: ${err.message}`);
