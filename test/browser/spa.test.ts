@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createServer } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { apiSessionsRepository } from '../../src/repositories/api-sessions-repository.js';
-import { launchChromium, PHONE, screenshotDir, watchedPage, type WatchedPage } from '../helpers/browser.js';
+import {
+  BROWSER_TIMEOUT,
+  launchChromium,
+  PHONE,
+  screenshotDir,
+  watchedPage,
+  type WatchedPage,
+} from '../helpers/browser.js';
 import { runExample, writeCaFile, type ExampleProcess } from '../helpers/example-process.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { createUser, type TestUser } from '../mfa/mfa-fixtures.js';
@@ -67,7 +74,7 @@ describe('examples/spa in Chromium: oidc-client-ts, code flow with PKCE, CORS fo
     ]);
     expect(listening).toBe(spaUrl);
     w = await watchedPage(browser, dir, PHONE);
-  });
+  }, BROWSER_TIMEOUT);
   afterAll(async () => {
     await w?.context.close();
     await browser?.close();
@@ -75,89 +82,99 @@ describe('examples/spa in Chromium: oidc-client-ts, code flow with PKCE, CORS fo
     await server?.close();
   });
 
-  test('sign in, userinfo and the Edge API from the page, refresh, sign out through end_session', async () => {
-    const { page, shot } = w;
-    await page.goto(spaUrl);
-    await statusIs(page, 'Not signed in.');
-    await shot('spa-start');
+  test(
+    'sign in, userinfo and the Edge API from the page, refresh, sign out through end_session',
+    async () => {
+      const { page, shot } = w;
+      await page.goto(spaUrl);
+      await statusIs(page, 'Not signed in.');
+      await shot('spa-start');
 
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL((url) => url.pathname === '/oidc/login/username');
-    await page.getByLabel('Username').fill(user.username);
-    await page.getByLabel('Password').fill(user.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    // The callback page exchanges the code at the token endpoint, reads userinfo and calls the Edge
-    // API: three cross-origin calls from the app's origin.
-    await statusIs(page, 'Signed in.');
-    expect(new URL(page.url()).pathname).toBe('/');
-    expect(await page.locator('#identity-name').textContent()).toBe(user.name);
-    expect(await page.locator('#api-result').textContent()).toMatch(/^HTTP 200\n/);
-    expect(
-      JSON.parse((await page.locator('#api-result').textContent())!.split('\n').slice(1).join('\n')).data,
-    ).toMatchObject({
-      id: user.id,
-      name: user.name,
-    });
-    const first = await storedUser(page);
-    expect(first.profile.name).toBe(user.name);
-    expect(first.refresh_token).toEqual(expect.any(String));
-    await shot('spa-signed-in');
-
-    await page.getByRole('button', { name: 'Refresh the tokens' }).click();
-    await statusIs(page, 'Tokens refreshed.');
-    const refreshed = await storedUser(page);
-    expect(refreshed.access_token).not.toBe(first.access_token);
-    expect(refreshed.refresh_token).not.toBe(first.refresh_token);
-    expect(await page.locator('#api-result').textContent()).toMatch(/^HTTP 200\n/);
-
-    // The token endpoint's refusal of a made-up refresh token is readable from this origin.
-    await w.expecting({ status: 400 }, async () => {
-      await page.getByRole('button', { name: 'Check' }).click();
-      await page.getByText(/^Allowed: the token endpoint answered HTTP 400 \(invalid_grant\)\.$/).waitFor();
-    });
-    await shot('spa-cors-allowed');
-
-    const asid = first.profile.z_asid as string;
-    expect(await apiSessionsRepository.findById(server.app.knex, asid)).toBeDefined();
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.waitForURL(`${spaUrl}/`);
-    await statusIs(page, 'Signed out.');
-    expect(await storedUser(page)).toBeNull();
-    expect(await apiSessionsRepository.findById(server.app.knex, asid)).toBeUndefined();
-    await shot('spa-signed-out');
-
-    w.assertClean();
-  });
-
-  test('from another origin the browser withholds the token endpoint and userinfo answers', async () => {
-    const { page, shot } = w;
-    await page.goto(otherUrl);
-    await statusIs(page, 'Not signed in.');
-    await w.expecting({ console: /blocked by CORS policy|net::ERR_FAILED/ }, async () => {
-      await page.getByRole('button', { name: 'Check' }).click();
-      await page.getByText('Refused: the browser blocked the answer of the token endpoint (CORS).').waitFor();
-      const userinfo = await page.evaluate(async (url) => {
-        try {
-          await fetch(url, { headers: { authorization: 'Bearer x' } });
-          return 'answered';
-        } catch (err) {
-          return (err as Error).name;
-        }
-      }, `${server.url}/oidc/userinfo`);
-      expect(userinfo).toBe('TypeError');
-    });
-    await shot('spa-other-origin-refused');
-
-    // What the browser enforced is the controller's answer: no allow-origin for the other origin.
-    const asked = (origin: string) =>
-      server.client.post('/oidc/token', {
-        headers: { origin },
-        form: { grant_type: 'refresh_token', refresh_token: 'not-a-token', client_id: 'svc' },
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((url) => url.pathname === '/oidc/login/username');
+      await page.getByLabel('Username').fill(user.username);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      // The callback page exchanges the code at the token endpoint, reads userinfo and calls the Edge
+      // API: three cross-origin calls from the app's origin.
+      await statusIs(page, 'Signed in.');
+      expect(new URL(page.url()).pathname).toBe('/');
+      expect(await page.locator('#identity-name').textContent()).toBe(user.name);
+      expect(await page.locator('#api-result').textContent()).toMatch(/^HTTP 200\n/);
+      expect(
+        JSON.parse((await page.locator('#api-result').textContent())!.split('\n').slice(1).join('\n')).data,
+      ).toMatchObject({
+        id: user.id,
+        name: user.name,
       });
-    const [allowed, refused] = await Promise.all([asked(spaUrl), asked(otherUrl)]);
-    expect(allowed.header('access-control-allow-origin')).toBe(spaUrl);
-    expect(refused.header('access-control-allow-origin')).toBeUndefined();
+      const first = await storedUser(page);
+      expect(first.profile.name).toBe(user.name);
+      expect(first.refresh_token).toEqual(expect.any(String));
+      await shot('spa-signed-in');
 
-    w.assertClean();
-  });
+      await page.getByRole('button', { name: 'Refresh the tokens' }).click();
+      await statusIs(page, 'Tokens refreshed.');
+      const refreshed = await storedUser(page);
+      expect(refreshed.access_token).not.toBe(first.access_token);
+      expect(refreshed.refresh_token).not.toBe(first.refresh_token);
+      expect(await page.locator('#api-result').textContent()).toMatch(/^HTTP 200\n/);
+
+      // The token endpoint's refusal of a made-up refresh token is readable from this origin.
+      await w.expecting({ status: 400 }, async () => {
+        await page.getByRole('button', { name: 'Check' }).click();
+        await page.getByText(/^Allowed: the token endpoint answered HTTP 400 \(invalid_grant\)\.$/).waitFor();
+      });
+      await shot('spa-cors-allowed');
+
+      const asid = first.profile.z_asid as string;
+      expect(await apiSessionsRepository.findById(server.app.knex, asid)).toBeDefined();
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL(`${spaUrl}/`);
+      await statusIs(page, 'Signed out.');
+      expect(await storedUser(page)).toBeNull();
+      expect(await apiSessionsRepository.findById(server.app.knex, asid)).toBeUndefined();
+      await shot('spa-signed-out');
+
+      w.assertClean();
+    },
+    BROWSER_TIMEOUT,
+  );
+
+  test(
+    'from another origin the browser withholds the token endpoint and userinfo answers',
+    async () => {
+      const { page, shot } = w;
+      await page.goto(otherUrl);
+      await statusIs(page, 'Not signed in.');
+      await w.expecting({ console: /blocked by CORS policy|net::ERR_FAILED/ }, async () => {
+        await page.getByRole('button', { name: 'Check' }).click();
+        await page
+          .getByText('Refused: the browser blocked the answer of the token endpoint (CORS).')
+          .waitFor();
+        const userinfo = await page.evaluate(async (url) => {
+          try {
+            await fetch(url, { headers: { authorization: 'Bearer x' } });
+            return 'answered';
+          } catch (err) {
+            return (err as Error).name;
+          }
+        }, `${server.url}/oidc/userinfo`);
+        expect(userinfo).toBe('TypeError');
+      });
+      await shot('spa-other-origin-refused');
+
+      // What the browser enforced is the controller's answer: no allow-origin for the other origin.
+      const asked = (origin: string) =>
+        server.client.post('/oidc/token', {
+          headers: { origin },
+          form: { grant_type: 'refresh_token', refresh_token: 'not-a-token', client_id: 'svc' },
+        });
+      const [allowed, refused] = await Promise.all([asked(spaUrl), asked(otherUrl)]);
+      expect(allowed.header('access-control-allow-origin')).toBe(spaUrl);
+      expect(refused.header('access-control-allow-origin')).toBeUndefined();
+
+      w.assertClean();
+    },
+    BROWSER_TIMEOUT,
+  );
 });

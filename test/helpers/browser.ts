@@ -8,6 +8,12 @@ import {
   type Page,
 } from 'playwright-core';
 
+/**
+ * For the hooks and tests that start a controller, a browser and an example: generous, because a
+ * loaded 2-core machine can take a minute where an idle one takes seconds.
+ */
+export const BROWSER_TIMEOUT = 180_000;
+
 /** Debian's chromium package; `.ci/run` installs it when missing. */
 export const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -72,8 +78,8 @@ export async function watchedPage(
   options: BrowserContextOptions = {},
 ): Promise<WatchedPage> {
   const context = await browser.newContext({ ignoreHTTPSErrors: true, ...options });
-  context.setDefaultTimeout(30_000);
-  context.setDefaultNavigationTimeout(30_000);
+  context.setDefaultTimeout(60_000);
+  context.setDefaultNavigationTimeout(60_000);
   const page = await context.newPage();
   const problems: string[] = [];
   let allowed: { status?: number; console?: RegExp } = {};

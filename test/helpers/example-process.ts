@@ -51,7 +51,7 @@ export function runExample(path: string, args: string[], env: Record<string, str
     output: () => out,
     stdout: () => stdout,
     exited,
-    line: (pattern, timeout = 30_000) =>
+    line: (pattern, timeout = 60_000) =>
       waitFor(
         () => {
           if (code !== undefined) throw new Error(`${path} exited (${code}): ${out}`);
