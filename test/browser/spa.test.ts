@@ -27,7 +27,7 @@ const freePort = () =>
 
 const statusIs = (page: Page, text: string) =>
   page.waitForFunction((t) => document.getElementById('status')?.textContent === t, text, {
-    timeout: 30_000,
+    timeout: 60_000,
   });
 
 /** What oidc-client-ts keeps for the signed-in user in sessionStorage. */
