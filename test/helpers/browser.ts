@@ -54,6 +54,9 @@ export function screenshotDir(suite: string): string {
   return dir;
 }
 
+/** Screenshots so far per directory: the pages of one suite are numbered in the order taken. */
+const shots = new Map<string, number>();
+
 export interface WatchedPage {
   page: Page;
   context: BrowserContext;
@@ -99,12 +102,12 @@ export async function watchedPage(
     if (!request.isNavigationRequest() || r.status() < 400 || r.status() === allowed.status) return;
     problems.push(`HTTP ${r.status()} on ${request.method()} ${r.url()}`);
   });
-  let n = 0;
   return {
     page,
     context,
     async shot(name) {
-      n += 1;
+      const n = (shots.get(dir) ?? 0) + 1;
+      shots.set(dir, n);
       await page.screenshot({ path: join(dir, `${String(n).padStart(2, '0')}-${name}.png`), fullPage: true });
     },
     async expecting(what, action) {
