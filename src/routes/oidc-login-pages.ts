@@ -14,7 +14,7 @@ h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
 label{display:block;font-weight:600;margin:1rem 0 .25rem}
 input{display:block;width:100%;font:inherit;padding:.5rem;border:1px solid #6b6b6b;border-radius:4px}
 input[aria-invalid=true]{border:2px solid #b00020}
-.hint{margin:.25rem 0 0;color:#4a4a4a;font-size:.9rem}
+.hint{margin:.25rem 0 .4rem;color:#4a4a4a;font-size:.9rem}
 button{display:block;width:100%;font:inherit;font-weight:600;margin-top:1.5rem;padding:.65rem 1rem;border:0;border-radius:4px;background:#1f4fbf;color:#fff;cursor:pointer}
 :focus-visible{outline:3px solid #1f4fbf;outline-offset:2px}
 button:focus-visible{outline-color:#0b2a6f}
