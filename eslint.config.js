@@ -84,6 +84,31 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': 'off' },
   },
   {
+    // The examples are plain modern JavaScript that users copy: Node servers and a browser page.
+    files: ['examples/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['console', 'URL', 'URLSearchParams', 'fetch', 'setTimeout', 'clearTimeout'].map((g) => [
+          g,
+          'readonly',
+        ]),
+      ),
+    },
+  },
+  {
+    files: ['examples/*/server.js', 'examples/cli-client/**/*.js'],
+    languageOptions: { globals: { process: 'readonly' } },
+  },
+  {
+    files: ['examples/spa/app.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ['document', 'location', 'history', 'sessionStorage'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
+  {
     // Tests read JSON bodies of many shapes; typing each one adds noise, not safety.
     files: ['test/**/*.ts', 'src/**/*.test.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

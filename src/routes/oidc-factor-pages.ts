@@ -1,23 +1,26 @@
 import type { Context } from 'koa';
 import { LOGIN_PATHS } from '../oidc/login-paths.js';
 import type { AuthQuery } from '../oidc/login-state.js';
-import { errorLine, escapeHtml, formHtml as form, sendPage } from './oidc-login-pages.js';
+import { errorLine, escapeHtml, field, formHtml as form, sendPage } from './oidc-login-pages.js';
 
 interface PageOptions {
   status?: number;
   error?: string;
 }
 
-const codeInput = (label: string) =>
-  `<label for="code">${label}</label><input id="code" name="code" autocomplete="one-time-code" maxlength="64" required autofocus>`;
-
 /** TOTP entry: a code of the app or a recovery code. */
 export function renderTotpPage(ctx: Context, authRequestId: string, options: PageOptions = {}): void {
-  const body =
-    errorLine(options.error) +
-    `<p>Enter the 6-digit code of your authenticator app, or one of your recovery codes.</p>` +
-    form(LOGIN_PATHS.totp, authRequestId, codeInput('Code'), 'Verify');
-  sendPage(ctx, 'Two-step verification', body, { status: options.status });
+  const code = field({
+    id: 'code',
+    label: 'Code',
+    hint: 'The 6-digit code of your authenticator app, or one of your recovery codes.',
+    autocomplete: 'one-time-code',
+    invalid: options.error !== undefined,
+    autofocus: true,
+    attributes: 'maxlength="64" autocapitalize="none" spellcheck="false"',
+  });
+  const body = errorLine(options.error) + form(LOGIN_PATHS.totp, authRequestId, code, 'Verify');
+  sendPage(ctx, 'Two-step verification', body, options);
 }
 
 export interface EnrollmentView {
@@ -35,18 +38,28 @@ function startForm(authRequestId: string): string {
   );
 }
 
-function enrollmentBody(authRequestId: string, view: EnrollmentView): string {
+function enrollmentBody(authRequestId: string, view: EnrollmentView, error?: string): string {
   const secret = new URL(view.provisioningUrl!).searchParams.get('secret') ?? '';
   const codes = view.recoveryCodes?.length
-    ? `<p>Recovery codes — each works once if you lose your device. They are shown only now:</p>
-<ul>${view.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('')}</ul>`
+    ? `<h2>Recovery codes</h2>
+<p>Each works once if you lose your device. Keep them now: they are shown only this once.</p>
+<ul class="codes">${view.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('')}</ul>`
     : '';
+  const code = field({
+    id: 'code',
+    label: 'Code from the app',
+    hint: 'The 6 digits your authenticator app shows for this account.',
+    autocomplete: 'one-time-code',
+    invalid: error !== undefined,
+    autofocus: error !== undefined,
+    attributes: 'inputmode="numeric" pattern="[0-9]{6}" maxlength="6"',
+  });
   return (
     `<p>Scan this QR code with your authenticator app, then enter the code it shows.</p>
 <img class="qr" src="${escapeHtml(view.qrDataUrl!)}" alt="QR code of the authenticator setup link">
 <p>Or enter this key by hand: <code class="secret">${escapeHtml(secret)}</code></p>` +
     codes +
-    form(LOGIN_PATHS.totpEnrollVerify, authRequestId, codeInput('Code from the app'), 'Verify and continue')
+    form(LOGIN_PATHS.totpEnrollVerify, authRequestId, code, 'Verify and continue')
   );
 }
 
@@ -59,8 +72,9 @@ export function renderEnrollmentPage(
 ): void {
   const inProgress = view.provisioningUrl !== undefined && view.qrDataUrl !== undefined;
   const body =
-    errorLine(options.error) + (inProgress ? enrollmentBody(authRequestId, view) : startForm(authRequestId));
-  sendPage(ctx, 'Set up two-step verification', body, { status: options.status, dataImages: inProgress });
+    errorLine(options.error) +
+    (inProgress ? enrollmentBody(authRequestId, view, options.error) : startForm(authRequestId));
+  sendPage(ctx, 'Set up two-step verification', body, options);
 }
 
 /** Factors a browser cannot answer by itself (the secondary external JWT). */

@@ -1,36 +1,107 @@
+import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 
-/** Login pages are never framed and load nothing from elsewhere (clickjacking, RFC 6819 §4.4.1.9). */
-const CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'";
-/** The TOTP enrollment page also shows its QR code, inlined as a `data:` PNG (nothing fetched). */
-const CSP_WITH_DATA_IMAGES = `${CSP}; img-src data:`;
+/**
+ * The look of every login page: one column that fits a phone (inputs at 1rem so that mobile
+ * browsers do not zoom on focus), a visible keyboard focus, and nothing loaded from anywhere.
+ */
+const STYLE = `
+*{box-sizing:border-box}
+body{font:1rem/1.5 system-ui,sans-serif;color:#1a1a1a;background:#fff;margin:0}
+main{max-width:26rem;margin:0 auto;padding:2rem 1rem}
+h1{font-size:1.5rem;line-height:1.25;margin:0 0 1rem}
+h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
+label{display:block;font-weight:600;margin:1rem 0 .25rem}
+input{display:block;width:100%;font:inherit;padding:.5rem;border:1px solid #6b6b6b;border-radius:4px}
+input[aria-invalid=true]{border:2px solid #b00020}
+.hint{margin:.25rem 0 .4rem;color:#4a4a4a;font-size:.9rem}
+button{display:block;width:100%;font:inherit;font-weight:600;margin-top:1.5rem;padding:.65rem 1rem;border:0;border-radius:4px;background:#1f4fbf;color:#fff;cursor:pointer}
+:focus-visible{outline:3px solid #1f4fbf;outline-offset:2px}
+button:focus-visible{outline-color:#0b2a6f}
+.error{color:#b00020;border-left:4px solid #b00020;padding:.25rem .75rem;margin:0 0 1rem}
+img.qr{display:block;margin:1rem auto;width:16rem;max-width:100%;height:auto;image-rendering:pixelated}
+code{font-size:1rem;overflow-wrap:anywhere}
+ul.codes{columns:2;padding-left:1.25rem}
+`;
+
+/**
+ * Login pages run no script and are never framed (clickjacking, RFC 6819 §4.4.1.9): the one
+ * inline stylesheet is allowed by its hash, images only as inline `data:` (the QR code and the
+ * empty favicon, which spares the browser a request that would end in 404). No `form-action`:
+ * browsers apply it to the redirects that follow a post, and the last one goes to the client.
+ */
+const CSP = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
+  'img-src data:',
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
 
 export const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-function page(title: string, body: string): string {
+/** The id of the error message that the fields it concerns point to with `aria-describedby`. */
+export const ERROR_ID = 'form-error';
+
+function page(title: string, body: string, error?: string): string {
+  // A screen reader announces the title first: with an error, the title says so (WCAG G199-style).
+  const fullTitle = error ? `Error: ${title}` : title;
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>
-body{font-family:system-ui,sans-serif;max-width:24rem;margin:3rem auto;padding:0 1rem}
-label{display:block;margin:.75rem 0 .25rem}input{width:100%;padding:.4rem;box-sizing:border-box}
-button{margin-top:1rem;padding:.5rem 1rem}.error{color:#b00020}
-img.qr{display:block;margin:1rem auto;width:16rem;height:16rem}code.secret{word-break:break-all}
-</style>
+<title>${escapeHtml(fullTitle)}</title>
+<link rel="icon" href="data:,">
+<style>${STYLE}</style>
 </head>
 <body>
+<main>
 <h1>${escapeHtml(title)}</h1>
 ${body}
+</main>
 </body>
 </html>`;
 }
 
 export const errorLine = (error?: string) =>
-  error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '';
+  error ? `<p id="${ERROR_ID}" class="error" role="alert">${escapeHtml(error)}</p>` : '';
+
+export interface FieldOptions {
+  id: string;
+  label: string;
+  type?: 'text' | 'password';
+  autocomplete: string;
+  /** Shown under the label and announced with the field. */
+  hint?: string;
+  /** Marks the field invalid and ties the page's error message to it. */
+  invalid?: boolean;
+  value?: string;
+  autofocus?: boolean;
+  /** Further attributes, already escaped (inputmode, pattern, maxlength …). */
+  attributes?: string;
+}
+
+/** A labelled input; its hint and, when invalid, the error message are its accessible description. */
+export function field(o: FieldOptions): string {
+  const hintId = `${o.id}-hint`;
+  const describedBy = [o.invalid ? ERROR_ID : undefined, o.hint ? hintId : undefined].filter(Boolean);
+  const attrs = [
+    `id="${o.id}"`,
+    `name="${o.id}"`,
+    o.type ? `type="${o.type}"` : '',
+    `autocomplete="${o.autocomplete}"`,
+    o.value !== undefined ? `value="${escapeHtml(o.value)}"` : '',
+    'required',
+    o.invalid ? 'aria-invalid="true"' : '',
+    describedBy.length > 0 ? `aria-describedby="${describedBy.join(' ')}"` : '',
+    o.attributes ?? '',
+    o.autofocus ? 'autofocus' : '',
+  ].filter(Boolean);
+  const hint = o.hint ? `<p id="${hintId}" class="hint">${escapeHtml(o.hint)}</p>` : '';
+  return `<label for="${o.id}">${escapeHtml(o.label)}</label>${hint}<input ${attrs.join(' ')}>`;
+}
 
 const hiddenId = (authRequestId: string) =>
   `<input type="hidden" name="authRequestId" value="${escapeHtml(authRequestId)}">`;
@@ -41,15 +112,43 @@ export const formHtml = (action: string, authRequestId: string, inner: string, b
 
 export type LoginPage = 'username' | 'cert' | 'ext-jwt';
 
-function pageBody(kind: LoginPage, authRequestId: string, action: string, error?: string): [string, string] {
+export interface LoginPageOptions {
+  status?: number;
+  error?: string;
+  /** The username of a refused attempt, kept so that only the password needs typing again. */
+  username?: string;
+}
+
+function pageBody(
+  kind: LoginPage,
+  authRequestId: string,
+  action: string,
+  o: LoginPageOptions,
+): [string, string] {
   const form = (inner: string, button: string) => formHtml(action, authRequestId, inner, button);
+  const invalid = o.error !== undefined;
   if (kind === 'username') {
     return [
       'Sign in',
-      errorLine(error) +
+      errorLine(o.error) +
         form(
-          `<label for="username">Username</label><input id="username" name="username" autocomplete="username" required autofocus>
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>`,
+          field({
+            id: 'username',
+            label: 'Username',
+            autocomplete: 'username',
+            value: o.username,
+            invalid,
+            autofocus: !invalid || !o.username,
+            attributes: 'autocapitalize="none" spellcheck="false"',
+          }) +
+            field({
+              id: 'password',
+              type: 'password',
+              label: 'Password',
+              autocomplete: 'current-password',
+              invalid,
+              autofocus: invalid && !!o.username,
+            }),
           'Sign in',
         ),
     ];
@@ -57,7 +156,7 @@ function pageBody(kind: LoginPage, authRequestId: string, action: string, error?
   if (kind === 'cert') {
     return [
       'Sign in with a certificate',
-      errorLine(error) +
+      errorLine(o.error) +
         `<p>Your browser presents the client certificate of your identity during the TLS handshake; the
 certificate must come from this service's PKI or from a registered 3rd-party CA.</p>` +
         form('', 'Continue with my certificate'),
@@ -65,7 +164,7 @@ certificate must come from this service's PKI or from a registered 3rd-party CA.
   }
   return [
     'Sign in with an external JWT',
-    errorLine(error) +
+    errorLine(o.error) +
       `<p>Send <code>POST ${escapeHtml(action)}</code> with the header
 <code>Authorization: Bearer &lt;JWT of your identity provider&gt;</code> and the body
 <code>{"authRequestId":"${escapeHtml(authRequestId)}"}</code>. A browser cannot add that header by itself:
@@ -73,17 +172,17 @@ use the application that started this sign-in.</p>`,
   ];
 }
 
-/** Sends a complete page with the login pages' CSP (`dataImages`: allow inline `data:` PNGs). */
+/** Sends a complete page with the login pages' CSP; `error` also goes into the title. */
 export function sendPage(
   ctx: Context,
   title: string,
   body: string,
-  options: { status?: number; dataImages?: boolean } = {},
+  options: { status?: number; error?: string } = {},
 ): void {
   ctx.status = options.status ?? 200;
-  ctx.set('content-security-policy', options.dataImages ? CSP_WITH_DATA_IMAGES : CSP);
+  ctx.set('content-security-policy', CSP);
   ctx.type = 'html';
-  ctx.body = page(title, body);
+  ctx.body = page(title, body, options.error);
 }
 
 /** A usable HTML login page that posts back to the same URL as a form. */
@@ -91,15 +190,13 @@ export function renderLoginPage(
   ctx: Context,
   kind: LoginPage,
   authRequestId: string,
-  options: { status?: number; error?: string } = {},
+  options: LoginPageOptions = {},
 ): void {
-  const [title, body] = pageBody(kind, authRequestId, ctx.path, options.error);
-  sendPage(ctx, title, body, { status: options.status });
+  const [title, body] = pageBody(kind, authRequestId, ctx.path, options);
+  sendPage(ctx, title, body, options);
 }
 
 /** After end_session without a redirect target, for browsers. */
 export function renderSignedOutPage(ctx: Context): void {
-  ctx.set('content-security-policy', CSP);
-  ctx.type = 'html';
-  ctx.body = page('Signed out', '<p>You are signed out. You may close this window.</p>');
+  sendPage(ctx, 'Signed out', '<p>You are signed out. You may close this window.</p>');
 }

@@ -102,7 +102,12 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
         await respond(ctx, flow, pending, await flow.advance(ctx, pending, step));
       } catch (err) {
         if (!(isAppError(err) && err.code === 'INVALID_AUTH' && isHtmlForm(ctx))) throw err;
-        renderLoginPage(ctx, page, pending.uid, { status: 401, error: 'The credentials were not accepted.' });
+        renderLoginPage(ctx, page, pending.uid, {
+          status: 401,
+          error: 'The credentials were not accepted.',
+          username:
+            typeof body.username === 'string' && body.username.length <= 256 ? body.username : undefined,
+        });
       }
     });
   }

@@ -113,6 +113,9 @@ describe('OIDC login endpoints', () => {
     expect(html.status).toBe(200);
     expect(html.header('content-type')).toMatch(/^text\/html/);
     expect(html.header('content-security-policy')).toContain("frame-ancestors 'none'");
+    // The one inline stylesheet is allowed by its hash; nothing else inline would run.
+    expect(html.header('content-security-policy')).toMatch(/style-src 'sha256-[A-Za-z0-9+/]+=*'/);
+    expect(html.header('content-security-policy')).not.toContain('unsafe-inline');
     expect(html.text).toContain('<form method="post" action="/oidc/login/username">');
     expect(html.text).toContain(`name="authRequestId" value="${started.authRequestId}"`);
     expect(html.text).toMatch(/name="username"/);

@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+// A native (CLI) client of the svc controller, the flow device SDKs use: the Authorization Code
+// Flow with PKCE and a loopback redirect on a random port (RFC 8252 §7.3), then a call to the
+// Edge API, a token refresh, and the call again with the new access token.
+// Run: NODE_EXTRA_CA_CERTS=data/pki/ca.pem node examples/cli-client/cli.js https://127.0.0.1:1280/oidc
+import { createServer } from 'node:http';
+import { parseArgs } from 'node:util';
+import * as client from 'openid-client';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    json: { type: 'boolean', default: false },
+    'client-id': { type: 'string', default: 'svc' },
+    api: { type: 'string' },
+    timeout: { type: 'string', default: '300' },
+  },
+});
+if (positionals.length !== 1) {
+  console.error(
+    'usage: cli.js <issuer URL, e.g. https://127.0.0.1:1280/oidc> [--json] [--api <Edge client API URL>]',
+  );
+  process.exit(2);
+}
+const issuer = new URL(positionals[0]);
+const apiBase = new URL(values.api ?? '/edge/client/v1/', issuer);
+const say = (line) => (values.json ? process.stderr : process.stdout).write(`${line}\n`);
+
+const config = await client.discovery(issuer, values['client-id'], undefined, client.None());
+
+/** Waits for the browser to come back to http://127.0.0.1:<port>/auth/callback. */
+function loopback() {
+  let resolveCallback;
+  let rejectCallback;
+  const callback = new Promise((resolve, reject) => {
+    resolveCallback = resolve;
+    rejectCallback = reject;
+  });
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', `http://127.0.0.1:${server.address().port}`);
+    if (url.pathname !== '/auth/callback') {
+      res.writeHead(404).end();
+      return;
+    }
+    const ok = url.searchParams.has('code');
+    res.writeHead(ok ? 200 : 400, { 'content-type': 'text/html; charset=utf-8', connection: 'close' });
+    res.end(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
+<title>${ok ? 'Signed in' : 'Sign-in failed'}</title></head><body><main><h1>${ok ? 'Signed in' : 'Sign-in failed'}</h1>
+<p>You can close this window and return to the terminal.</p></main></body></html>`);
+    resolveCallback(url);
+  });
+  const listening = new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(server.address().port)),
+  );
+  const timer = setTimeout(
+    () => rejectCallback(new Error('no sign-in within the timeout')),
+    Number(values.timeout) * 1000,
+  );
+  const close = () => {
+    clearTimeout(timer);
+    server.close();
+    // The answer is sent with `connection: close`; a browser's spare idle socket must not keep us waiting.
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), 1000).unref();
+  };
+  return { listening, callback: callback.finally(close) };
+}
+
+async function currentIdentity(accessToken) {
+  const response = await client.fetchProtectedResource(
+    config,
+    accessToken,
+    new URL('current-identity', apiBase),
+    'GET',
+  );
+  if (!response.ok) throw new Error(`Edge API answered HTTP ${response.status}`);
+  return (await response.json()).data;
+}
+
+const { listening, callback } = loopback();
+const redirectUri = `http://127.0.0.1:${await listening}/auth/callback`;
+const codeVerifier = client.randomPKCECodeVerifier();
+const state = client.randomState();
+const authorizationUrl = client.buildAuthorizationUrl(config, {
+  redirect_uri: redirectUri,
+  scope: 'openid offline_access',
+  code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+  code_challenge_method: 'S256',
+  state,
+});
+say('Open this URL in a browser to sign in:');
+// Always on stdout, alone on its line, for whoever opens it (a person, xdg-open, a test).
+console.log(authorizationUrl.href);
+
+const tokens = await client.authorizationCodeGrant(config, await callback, {
+  pkceCodeVerifier: codeVerifier,
+  expectedState: state,
+});
+const claims = tokens.claims();
+const identity = await currentIdentity(tokens.access_token);
+say(`Signed in as ${identity.name} (${identity.id}); the access token expires in ${tokens.expiresIn()} s.`);
+
+const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token);
+const again = await currentIdentity(refreshed.access_token);
+say(`Refreshed: a new access token (and refresh token); the Edge API still answers for ${again.name}.`);
+
+if (values.json) {
+  console.log(
+    JSON.stringify({
+      identity: { id: identity.id, name: identity.name },
+      subject: claims.sub,
+      apiSession: claims.z_asid,
+      refreshed: {
+        newAccessToken: refreshed.access_token !== tokens.access_token,
+        newRefreshToken: refreshed.refresh_token !== tokens.refresh_token,
+        identityName: again.name,
+      },
+    }),
+  );
+}

@@ -1,0 +1,238 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import type { Browser, Page } from 'playwright-core';
+import { generateClientKeyAndCsr } from '../../src/crypto/pki.js';
+import { apiSessionsRepository } from '../../src/repositories/api-sessions-repository.js';
+import {
+  BROWSER_TIMEOUT,
+  describedBy,
+  launchChromium,
+  layoutFacts,
+  PHONE,
+  screenshotDir,
+  watchedPage,
+  type WatchedPage,
+} from '../helpers/browser.js';
+import { runExample, writeCaFile, type ExampleProcess } from '../helpers/example-process.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { timeStepAt, totpCode } from '../helpers/totp.js';
+import { CLIENT, createIdentity, identityDetail, managementApi } from '../identities/identity-fixtures.js';
+import { createUser, type TestUser } from '../mfa/mfa-fixtures.js';
+import { createPolicy } from '../second-factors/factor-fixtures.js';
+
+/** Runs `action` (a click or a key press) and waits until the page it leads to has loaded. */
+async function navigate(page: Page, action: () => Promise<void>): Promise<void> {
+  await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), action()]);
+}
+
+/** The facts every controller page must show: phone-sized, labelled, no script, one main, a title. */
+async function expectAccessiblePage(page: Page, h1: string) {
+  const facts = await layoutFacts(page);
+  expect(facts).toMatchObject({
+    viewport: 'width=device-width, initial-scale=1',
+    lang: 'en',
+    overflowsX: false,
+    h1,
+    main: 1,
+    unlabelled: [],
+    scripts: 0,
+  });
+  return facts;
+}
+
+describe('examples/web-app in Chromium: password, TOTP enrollment, Edge API, end_session', () => {
+  let server: TestServer;
+  let app: ExampleProcess;
+  let appUrl: string;
+  let browser: Browser;
+  let user: TestUser;
+  let w: WatchedPage;
+  const dir = screenshotDir('web-app');
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    const api = managementApi(server, await server.adminToken());
+    const policy = await createPolicy(api, 'browser-totp-required', { secondary: { requireTotp: true } });
+    user = await createUser(server, 'browser-user', policy);
+    app = runExample('web-app/server.js', [], {
+      SVC_ISSUER: `${server.url}/oidc`,
+      PORT: '0',
+      NODE_EXTRA_CA_CERTS: writeCaFile(server.dataDir, server.ca),
+    });
+    [appUrl, browser] = await Promise.all([app.line(/listening on (http\S+)/), launchChromium()]);
+    // No JavaScript at all: the controller's pages and this app must work without it.
+    w = await watchedPage(browser, dir, { ...PHONE, javaScriptEnabled: false });
+  }, BROWSER_TIMEOUT);
+  afterAll(async () => {
+    await w?.context.close();
+    await browser?.close();
+    await app?.stop();
+    await server?.close();
+  });
+
+  const asidExists = async (asid: string) =>
+    (await apiSessionsRepository.findById(server.app.knex, asid)) !== undefined;
+
+  test(
+    'sign in with a wrong password first, enroll TOTP from the page, see the Edge API answer, sign out',
+    async () => {
+      const { page, shot } = w;
+      await page.goto(appUrl);
+      await shot('web-app-start');
+
+      await navigate(page, () => page.getByRole('link', { name: 'Sign in', exact: true }).click());
+      expect(new URL(page.url()).pathname).toBe('/oidc/login/username');
+      expect(await page.title()).toBe('Sign in');
+      // Focus starts in the username field; Tab goes to the password, Enter submits.
+      expect((await expectAccessiblePage(page, 'Sign in')).focused).toBe('username');
+      await shot('controller-login');
+
+      await page.keyboard.type(user.username);
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('not-the-password');
+      await w.expecting({ status: 401 }, () => navigate(page, () => page.keyboard.press('Enter')));
+      expect(await page.title()).toBe('Error: Sign in');
+      expect(await page.getByRole('alert').textContent()).toBe('The credentials were not accepted.');
+      expect(await page.getByLabel('Username').inputValue()).toBe(user.username);
+      expect(await describedBy(page, '#password')).toEqual({
+        invalid: 'true',
+        description: 'The credentials were not accepted.',
+      });
+      // Only the password needs typing again, so it has the focus.
+      expect((await expectAccessiblePage(page, 'Sign in')).focused).toBe('password');
+      await shot('controller-login-error');
+
+      await page.keyboard.type(user.password);
+      await navigate(page, () => page.keyboard.press('Enter'));
+      expect(await page.title()).toBe('Set up two-step verification');
+      await expectAccessiblePage(page, 'Set up two-step verification');
+      await shot('controller-totp-enroll-start');
+
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(
+        'Set up an authenticator app',
+      );
+      await navigate(page, () => page.keyboard.press('Enter'));
+      await expectAccessiblePage(page, 'Set up two-step verification');
+      const qr = page.getByRole('img', { name: 'QR code of the authenticator setup link' });
+      expect(
+        await qr.evaluate((img: HTMLImageElement) => img.naturalWidth > 0 && img.width <= innerWidth),
+      ).toBe(true);
+      expect(await page.locator('ul.codes li').count()).toBe(10);
+      const secret = (await page.locator('code.secret').textContent())!;
+      expect(secret).toMatch(/^[A-Z2-7]{16,}$/);
+      await shot('controller-totp-enroll-qr');
+
+      // A wrong code: the page again, the message tied to the code field, which has the focus.
+      await page.getByLabel('Code from the app').fill('000000');
+      await w.expecting({ status: 400 }, () => navigate(page, () => page.keyboard.press('Enter')));
+      expect(await page.title()).toBe('Error: Set up two-step verification');
+      const wrong = await describedBy(page, '#code');
+      expect(wrong.invalid).toBe('true');
+      expect(wrong.description).toContain(await page.getByRole('alert').textContent());
+      expect((await layoutFacts(page)).focused).toBe('code');
+      await shot('controller-totp-enroll-error');
+
+      const step = timeStepAt();
+      await page.keyboard.type(await totpCode(secret, step));
+      await navigate(page, () => page.keyboard.press('Enter'));
+      await page.waitForURL(`${appUrl}/`);
+      expect(await page.locator('#identity-name').textContent()).toBe(user.name);
+      expect((await page.locator('#claim-amr').textContent())!.split(' ')).toEqual(
+        expect.arrayContaining(['pwd', 'otp', 'mfa']),
+      );
+      const edgeAnswer = JSON.parse((await page.locator('#api-result').textContent())!);
+      expect(edgeAnswer.data).toMatchObject({ id: user.id, name: user.name });
+      const asid = (await page.locator('#claim-asid').textContent())!;
+      expect(await asidExists(asid)).toBe(true);
+      await shot('web-app-signed-in');
+
+      await navigate(page, () => page.getByRole('button', { name: 'Sign out' }).click());
+      await page.waitForURL(`${appUrl}/auth/logout`);
+      expect(await page.locator('h1').textContent()).toBe('Signed out');
+      // end_session ended the API session of those tokens on the controller.
+      expect(await asidExists(asid)).toBe(false);
+      await shot('web-app-signed-out');
+
+      // Signing in again asks for a code of the enrolled app.
+      await page.goto(appUrl);
+      await navigate(page, () => page.getByRole('link', { name: 'Sign in', exact: true }).click());
+      await page.getByLabel('Username').fill(user.username);
+      await page.getByLabel('Password').fill(user.password);
+      await navigate(page, () => page.getByRole('button', { name: 'Sign in' }).click());
+      expect(await page.title()).toBe('Two-step verification');
+      expect((await expectAccessiblePage(page, 'Two-step verification')).focused).toBe('code');
+      expect((await describedBy(page, '#code')).description).toContain('recovery codes');
+      await shot('controller-totp');
+      // Each code works once: the next time step's code (the controller accepts ±1 step).
+      await page.keyboard.type(await totpCode(secret, Math.max(step + 1, timeStepAt())));
+      await navigate(page, () => page.keyboard.press('Enter'));
+      await page.waitForURL(`${appUrl}/`);
+      expect(await page.locator('#identity-name').textContent()).toBe(user.name);
+
+      w.assertClean();
+    },
+    BROWSER_TIMEOUT,
+  );
+
+  test(
+    'the certificate page explains itself, and without a certificate says so on the page',
+    async () => {
+      const { page, shot } = w;
+      await page.goto(`${appUrl}/auth/logout`);
+      await navigate(page, () => page.goto(`${appUrl}/login?method=cert`).then(() => undefined));
+      expect(new URL(page.url()).pathname).toBe('/oidc/login/cert');
+      await expectAccessiblePage(page, 'Sign in with a certificate');
+      await shot('controller-login-cert');
+
+      await page.keyboard.press('Tab');
+      await w.expecting({ status: 401 }, () => navigate(page, () => page.keyboard.press('Enter')));
+      expect(await page.title()).toBe('Error: Sign in with a certificate');
+      expect(await page.getByRole('alert').textContent()).toBe('The credentials were not accepted.');
+      await shot('controller-login-cert-error');
+
+      w.assertClean();
+    },
+    BROWSER_TIMEOUT,
+  );
+
+  test(
+    'with a client certificate from the controller PKI, the certificate page signs the user in',
+    async () => {
+      const api = managementApi(server, await server.adminToken());
+      const name = 'browser-device';
+      const id = await createIdentity(api, { name, isAdmin: false, enrollment: { ott: true } });
+      const { token } = (await identityDetail(api, id)).enrollment.ott;
+      const { keyPem, csrPem } = await generateClientKeyAndCsr({ commonName: name });
+      const enrolled = await server.client.post(`${CLIENT}/enroll/ott`, {
+        body: { token, clientCsr: csrPem },
+      });
+      expect(enrolled.status).toBe(200);
+      // The browser presents this certificate in the TLS handshake with the controller.
+      const certified = await watchedPage(browser, dir, {
+        ...PHONE,
+        javaScriptEnabled: false,
+        clientCertificates: [
+          { origin: server.url, cert: Buffer.from(enrolled.body.data.cert), key: Buffer.from(keyPem) },
+        ],
+      });
+      try {
+        const { page, shot } = certified;
+        await page.goto(`${appUrl}/login?method=cert`);
+        expect(new URL(page.url()).pathname).toBe('/oidc/login/cert');
+        await expectAccessiblePage(page, 'Sign in with a certificate');
+        await navigate(page, () =>
+          page.getByRole('button', { name: 'Continue with my certificate' }).click(),
+        );
+        await page.waitForURL(`${appUrl}/`);
+        expect(await page.locator('#identity-name').textContent()).toBe(name);
+        expect(await page.locator('#claim-amr').textContent()).toBe('cert');
+        expect(JSON.parse((await page.locator('#api-result').textContent())!).data.id).toBe(id);
+        await shot('web-app-signed-in-with-certificate');
+        certified.assertClean();
+      } finally {
+        await certified.context.close();
+      }
+    },
+    BROWSER_TIMEOUT,
+  );
+});
