@@ -1,10 +1,21 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { newId } from '../crypto/random.js';
+import { runInRequestScope } from '../services/request-scope.js';
+
+/**
+ * The address of the client, for logs, audit events and per-address limits: the one place that
+ * reads it, so that whatever decides what `ctx.ip` holds decides it everywhere.
+ */
+export function clientAddress(ctx: Context): string {
+  return ctx.ip;
+}
 
 /**
  * Gives every request an id (echoed in `request-id` and in error bodies) and writes one log line
- * per request. Only the path is logged: query strings may carry tokens.
+ * per request. Only the path is logged: query strings may carry tokens. The rest of the request
+ * runs in a request scope (services/request-scope.ts), where audit events find the request id,
+ * the client address and the caller.
  */
 export function requestContext(logger: Logger) {
   return async function requestContextMiddleware(ctx: Context, next: Next) {
@@ -17,7 +28,7 @@ export function requestContext(logger: Logger) {
     ctx.state.log = logger.child({ requestId });
     ctx.set('request-id', requestId);
     try {
-      await next();
+      await runInRequestScope({ requestId, sourceAddress: () => clientAddress(ctx) }, next);
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       ctx.state.log.info({ method, path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');

@@ -2,6 +2,8 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Database } from '../db/create-database.js';
 import { revocationsRepository, type Revocation } from '../repositories/revocations-repository.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { outsideRequestScope } from './request-scope.js';
 
 export const REVOCATION_CHANNEL = 'svc_revocations';
 
@@ -23,6 +25,7 @@ interface Entry {
 export interface RevocationStateDeps {
   database: Database;
   logger: Logger;
+  audit?: AuditTrail;
   pollMs?: number;
   now?: () => number;
 }
@@ -36,6 +39,7 @@ export interface RevocationStateDeps {
 export function createRevocationState({
   database,
   logger,
+  audit = NO_AUDIT,
   pollMs = 1000,
   now = Date.now,
 }: RevocationStateDeps) {
@@ -44,6 +48,8 @@ export function createRevocationState({
   const gaps = new Map<number, number>();
   const identityListeners: ((identityId: string) => void)[] = [];
   let maxId = 0;
+  // What is in force at start was received by an earlier run of this process, or never concerned it.
+  let loaded = false;
   let timer: NodeJS.Timeout | undefined;
   let listener: pg.Client | undefined;
   let stopped = false;
@@ -58,6 +64,14 @@ export function createRevocationState({
     }
     const expiresAt = r.expiresAt.getTime();
     if (expiresAt <= now()) return;
+    if (loaded && r.kind !== 'identity_facts') {
+      audit.record({
+        event: 'revocation.received',
+        kind: r.kind === 'api_session' ? 'api-session' : 'identity',
+        revocationId: r.id,
+        ...(r.kind === 'identity' ? { identityId: r.subject } : { sessionId: r.subject }),
+      });
+    }
     if (r.kind === 'api_session') sessions.set(r.subject, Math.max(sessions.get(r.subject) ?? 0, expiresAt));
     if (r.kind === 'identity' || r.kind === 'identity_facts') {
       for (const listener of identityListeners) listener(r.subject);
@@ -101,6 +115,7 @@ export function createRevocationState({
     for (let id = Math.max(1, top - START_WATCH + 1); id <= top; id++)
       if (!present.has(id)) gaps.set(id, now());
     maxId = Math.max(maxId, top);
+    loaded = true;
   }
 
   /** Single-flight catch-up read. */
@@ -115,7 +130,8 @@ export function createRevocationState({
         });
       return again;
     }
-    refreshing = readNow().finally(() => (refreshing = undefined));
+    // Shared by every caller and the feed's own timer: what it reads belongs to no one request.
+    refreshing = outsideRequestScope(readNow).finally(() => (refreshing = undefined));
     return refreshing;
   }
 
