@@ -109,7 +109,11 @@ export function createOidcSessions({
         if (grantId) await endGrantIn(trx, grantId, apiSessionId, options);
         else await revocations.revokeApiSession(trx, apiSessionId, options);
         afterCommit(revocations.afterCommit);
-        audit.recordAfterCommit(afterCommit, { event: 'session.ended', sessionId: apiSessionId, kind: 'oidc' });
+        audit.recordAfterCommit(afterCommit, {
+          event: 'session.ended',
+          sessionId: apiSessionId,
+          kind: 'oidc',
+        });
       });
     },
 

@@ -25,7 +25,13 @@ function audited(audit: AuditTrail, method: string, login: PrimaryLogin): Primar
     } catch (err) {
       if (isAppError(err) && err.code === 'INVALID_AUTH') {
         const { reason, identityId, lockout } = refusalOf(err);
-        audit.record({ event: 'auth.login', method, outcome: lockout ? 'lockout' : 'failure', reason, identityId });
+        audit.record({
+          event: 'auth.login',
+          method,
+          outcome: lockout ? 'lockout' : 'failure',
+          reason,
+          identityId,
+        });
       }
       throw err;
     }

@@ -58,7 +58,11 @@ function usableLeaf(der: Buffer, at: Date): ParsedCertificate {
  * attributes and the default auth policy — and the cert authenticator that binds the certificate
  * to it, exactly as an OTTCA enrollment would. Returns the new identity's id.
  */
-export function createCaAutoEnrollment({ knex, audit = NO_AUDIT, now = () => new Date() }: CaAutoEnrollmentDeps) {
+export function createCaAutoEnrollment({
+  knex,
+  audit = NO_AUDIT,
+  now = () => new Date(),
+}: CaAutoEnrollmentDeps) {
   /** The first verified, auto-enrolling CA the chain reaches; a malformed intermediate reaches none. */
   async function issuingCa(leaf: Buffer, intermediates: Buffer[]): Promise<Ca | undefined> {
     const pems = intermediates.map((der) => toPem('CERTIFICATE', der));

@@ -78,7 +78,11 @@ export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => n
       if (cert.notAfter < now()) throw validationError('certPem', 'the CA certificate has expired');
       const id = newId();
       await inTransaction(knex, async (trx, afterCommit) => {
-        audit.recordAfterCommit(afterCommit, { event: 'ca.created', caId: id, fingerprint: cert.fingerprint });
+        audit.recordAfterCommit(afterCommit, {
+          event: 'ca.created',
+          caId: id,
+          fingerprint: cert.fingerprint,
+        });
         await casRepository.insert(trx, {
           id,
           name: input.name,
@@ -118,7 +122,12 @@ export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => n
       const changed = { ...defaults, ...changesOf(input) };
       const updated = await inTransaction(knex, async (trx, afterCommit) => {
         const row = await casRepository.update(trx, id, changed);
-        if (row) audit.recordAfterCommit(afterCommit, { event: 'ca.updated', caId: id, fields: Object.keys(changed).sort() });
+        if (row)
+          audit.recordAfterCommit(afterCommit, {
+            event: 'ca.updated',
+            caId: id,
+            fields: Object.keys(changed).sort(),
+          });
         return row;
       });
       if (!updated) throw notFound();

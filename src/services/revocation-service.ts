@@ -63,7 +63,10 @@ export function createRevocationService(deps: RevocationServiceDeps) {
   }
 
   /** Registers this process's refresh and the `revocation.published` event, after commit. */
-  function published(options: RevokeOptions, event: { kind: string; identityId?: string; sessionId?: string }) {
+  function published(
+    options: RevokeOptions,
+    event: { kind: string; identityId?: string; sessionId?: string },
+  ) {
     if (!options.afterCommit) return;
     options.afterCommit(afterCommit);
     audit.recordAfterCommit(options.afterCommit, {

@@ -79,7 +79,8 @@ export function createSessionService({
 
     async end(sessionId: string): Promise<boolean> {
       const ended = await apiSessionsRepository.delete(db, sessionId);
-      if (ended) audit.record({ event: 'session.ended', sessionId, kind: 'legacy', identityId: ended.identityId });
+      if (ended)
+        audit.record({ event: 'session.ended', sessionId, kind: 'legacy', identityId: ended.identityId });
       return ended !== undefined;
     },
 

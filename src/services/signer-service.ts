@@ -123,7 +123,11 @@ export function createSignerService({ knex, audit = NO_AUDIT, now = () => new Da
       const signer = checkKeySource(merge(SIGNER_DEFAULTS, patch), now());
       await inTransaction(knex, async (trx, afterCommit) => {
         await externalJwtSignersRepository.insert(trx, id, signer);
-        audit.recordAfterCommit(afterCommit, { event: 'signer.created', signerId: id, issuer: signer.issuer });
+        audit.recordAfterCommit(afterCommit, {
+          event: 'signer.created',
+          signerId: id,
+          issuer: signer.issuer,
+        });
       });
       return id;
     },

@@ -21,7 +21,12 @@ type Line = Record<string, any>;
  */
 describe('audit trail', () => {
   const raw: string[] = [];
-  const lines = (): Line[] => raw.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
+  const lines = (): Line[] =>
+    raw
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Line);
   const events = (): Line[] => lines().filter((l) => l.audit === true);
   /** Every value the test used that must never be logged. */
   const secrets: string[] = [ADMIN_PASSWORD];
@@ -72,7 +77,11 @@ describe('audit trail', () => {
     });
     expect(policy.status).toBe(201);
     policyId = policy.body.data.id;
-    expect(eventOf(policy, 'policy.created')).toMatchObject({ policyId, actorId: adminId, identityId: adminId });
+    expect(eventOf(policy, 'policy.created')).toMatchObject({
+      policyId,
+      actorId: adminId,
+      identityId: adminId,
+    });
 
     const created = await api.post('/identities', {
       body: { name: username, isAdmin: false, authPolicyId: policyId, enrollment: { updb: username } },
@@ -95,7 +104,10 @@ describe('audit trail', () => {
 
     const renamed = await api.patch(`/identities/${userId}`, { body: { roleAttributes: ['audited'] } });
     expect(renamed.status).toBe(200);
-    expect(eventOf(renamed, 'identity.updated')).toMatchObject({ identityId: userId, fields: ['roleAttributes'] });
+    expect(eventOf(renamed, 'identity.updated')).toMatchObject({
+      identityId: userId,
+      fields: ['roleAttributes'],
+    });
 
     // Rolled back: the policy does not exist, so nothing was created and nothing is audited.
     const refused = await api.post('/identities', {
@@ -109,7 +121,11 @@ describe('audit trail', () => {
     const ok = await passwordLogin(server, username, password);
     expect(ok.status).toBe(200);
     secrets.push(ok.body.data.token);
-    expect(eventOf(ok, 'auth.login')).toMatchObject({ method: 'password', outcome: 'success', identityId: userId });
+    expect(eventOf(ok, 'auth.login')).toMatchObject({
+      method: 'password',
+      outcome: 'success',
+      identityId: userId,
+    });
 
     const unknown = await passwordLogin(server, 'nobody-here', 'Unknown-User-Secret-1');
     secrets.push('Unknown-User-Secret-1');
@@ -185,10 +201,15 @@ describe('audit trail', () => {
   });
 
   test('a factor change of the policy, key rotation, disable and delete publish revocations', async () => {
-    const patched = await api.patch(`/auth-policies/${policyId}`, { body: { secondary: { requireTotp: true } } });
+    const patched = await api.patch(`/auth-policies/${policyId}`, {
+      body: { secondary: { requireTotp: true } },
+    });
     expect(patched.status).toBe(200);
     expect(eventOf(patched, 'policy.updated')).toMatchObject({ policyId, factorsChanged: true });
-    expect(eventOf(patched, 'revocation.published')).toMatchObject({ identityId: userId, cause: 'policy-changed' });
+    expect(eventOf(patched, 'revocation.published')).toMatchObject({
+      identityId: userId,
+      cause: 'policy-changed',
+    });
 
     const rotated = await api.post('/keys/rotate');
     expect(rotated.status).toBe(200);
@@ -197,7 +218,10 @@ describe('audit trail', () => {
     const disabled = await api.post(`/identities/${userId}/disable`, { body: { durationMinutes: 0 } });
     expect(disabled.status).toBe(200);
     expect(eventOf(disabled, 'identity.disabled')).toMatchObject({ identityId: userId });
-    expect(eventOf(disabled, 'revocation.published')).toMatchObject({ identityId: userId, cause: 'disabled' });
+    expect(eventOf(disabled, 'revocation.published')).toMatchObject({
+      identityId: userId,
+      cause: 'disabled',
+    });
 
     const other = await createIdentity(api, { name: 'audit-doomed', isAdmin: false });
     const deleted = await api.delete(`/identities/${other}`);

@@ -91,10 +91,21 @@ export function createTotpService({
   }
 
   /** One `auth.second-factor` event per code checked: success, failure, or refused by the limit. */
-  async function audited<T>(identityId: string, extra: object, check: () => Promise<T>, method: (r: T) => string) {
+  async function audited<T>(
+    identityId: string,
+    extra: object,
+    check: () => Promise<T>,
+    method: (r: T) => string,
+  ) {
     try {
       const result = await check();
-      audit.record({ event: 'auth.second-factor', method: method(result), outcome: 'success', identityId, ...extra });
+      audit.record({
+        event: 'auth.second-factor',
+        method: method(result),
+        outcome: 'success',
+        identityId,
+        ...extra,
+      });
       return result;
     } catch (err) {
       if (isAppError(err) && err.code !== 'NOT_FOUND') {
@@ -111,7 +122,11 @@ export function createTotpService({
     }
   }
 
-  function verifyLoginCode(identityId: string, code: string, options: LoginCodeOptions = {}): Promise<CodeKind> {
+  function verifyLoginCode(
+    identityId: string,
+    code: string,
+    options: LoginCodeOptions = {},
+  ): Promise<CodeKind> {
     return audited(
       identityId,
       {},
@@ -175,7 +190,12 @@ export function createTotpService({
    * someone else than the one guessing against it, and a verified one completes a login.
    */
   function verifyEnrollment(identityId: string, code: string, marker?: string): Promise<void> {
-    return audited(identityId, { enrollment: true }, () => checkEnrollment(identityId, code, marker), () => 'totp');
+    return audited(
+      identityId,
+      { enrollment: true },
+      () => checkEnrollment(identityId, code, marker),
+      () => 'totp',
+    );
   }
 
   async function checkEnrollment(identityId: string, code: string, marker?: string): Promise<void> {
