@@ -2,10 +2,12 @@ import { parseArgs } from 'node:util';
 import { CliError, UsageError } from './cli-error.js';
 import { processIo, type CliIo } from './cli-io.js';
 import type { CommandSpec, OptionValues, OptionsConfig } from './command-spec.js';
+import { completionCommand } from './completion-command.js';
 import { controllerCommands } from './controller-commands.js';
 import { enrollCommand } from './enroll-command.js';
 import { enrollmentCommands } from './enrollment-commands.js';
 import { identityCommands } from './identity-commands.js';
+import { importCommands } from './import-command.js';
 import { keysCommands } from './keys-commands.js';
 import { loginCommand } from './login-command.js';
 import { commandHelp, groupHelp } from './usage.js';
@@ -14,10 +16,12 @@ import { commandHelp, groupHelp } from './usage.js';
 export const commands: CommandSpec[] = [
   loginCommand,
   ...identityCommands,
+  ...importCommands,
   ...enrollmentCommands,
   enrollCommand,
   ...keysCommands,
   ...controllerCommands,
+  completionCommand(() => commands),
 ];
 
 const GLOBAL_OPTIONS: OptionsConfig = {
