@@ -68,12 +68,13 @@ export function createRevocationService(deps: RevocationServiceDeps) {
     event: { kind: string; identityId?: string; sessionId?: string },
   ) {
     if (!options.afterCommit) return;
-    options.afterCommit(afterCommit);
+    // Recorded before this process's own read of the feed records it as received.
     audit.recordAfterCommit(options.afterCommit, {
       event: 'revocation.published',
       ...event,
       ...(options.cause !== undefined && { cause: options.cause }),
     });
+    options.afterCommit(afterCommit);
   }
 
   return {

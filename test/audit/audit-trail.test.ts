@@ -155,7 +155,10 @@ describe('audit trail', () => {
 
     const locked = await passwordLogin(server, username, password);
     expect(locked.status).toBe(401);
-    expect(eventOf(locked, 'auth.login')).toMatchObject({ outcome: 'failure', reason: 'identity-disabled' });
+    expect(eventOf(locked, 'auth.login')).toMatchObject({
+      outcome: 'failure',
+      reason: 'identity-disabled-or-locked',
+    });
 
     const enabled = await api.post(`/identities/${userId}/enable`);
     expect(enabled.status).toBe(200);

@@ -59,7 +59,7 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
       await shadowAttempt(password);
       throw loginRefused(
         authenticator
-          ? { reason: 'method-not-allowed', identityId: authenticator.identityId }
+          ? { reason: 'policy-does-not-allow-updb', identityId: authenticator.identityId }
           : { reason: 'unknown-username' },
       );
     }
@@ -76,7 +76,7 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
     }
     const lockedNow = await lockout.fail(identity, policy, attempt, locked);
     throw loginRefused({
-      reason: locked ? 'identity-disabled' : attempt.refused ? 'attempt-limit' : 'wrong-password',
+      reason: locked ? 'identity-disabled-or-locked' : attempt.refused ? 'attempt-limit' : 'wrong-password',
       identityId: identity.id,
       ...(lockedNow && { lockout: true }),
     });
