@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { pino } from 'pino';
 import type { TestResponse } from '../helpers/https-client.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { exchangeCode, followToCallback, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
+import { generateRootCa } from '../../src/crypto/pki.js';
 import { waitFor } from '../helpers/wait-for.js';
 import {
   CLIENT,
@@ -63,7 +65,7 @@ describe('audit trail', () => {
       identityId: adminId,
     });
     api = managementApi(server, login.body.data.token);
-  });
+  }, 180_000);
   afterAll(() => server?.close());
 
   let policyId: string;
@@ -165,6 +167,38 @@ describe('audit trail', () => {
     expect(eventOf(enabled, 'identity.enabled')).toMatchObject({ identityId: userId, actorId: adminId });
   });
 
+  test('the OIDC login pages audit each primary step the same way', async () => {
+    const started = await startAuthorization(server.client, { method: 'password' });
+    const wrong = await submitLogin(server.client, started, {
+      body: { username, password: 'Oidc-Wrong-Secret-9' },
+    });
+    secrets.push('Oidc-Wrong-Secret-9');
+    expect(wrong.status).toBe(401);
+    expect(eventOf(wrong, 'auth.login')).toMatchObject({
+      method: 'password',
+      outcome: 'failure',
+      reason: 'wrong-password',
+      identityId: userId,
+    });
+
+    const right = await submitLogin(server.client, started, { body: { username, password } });
+    expect(right.status).toBe(303);
+    expect(eventOf(right, 'auth.login')).toMatchObject({
+      method: 'password',
+      outcome: 'success',
+      identityId: userId,
+    });
+    const callback = await followToCallback(server.client, right, started.redirectUri);
+    const tokens = await exchangeCode(server.client, {
+      code: callback.code,
+      verifier: started.pkce.verifier,
+      redirectUri: started.redirectUri,
+    });
+    expect(tokens.status).toBe(200);
+    secrets.push(callback.code, tokens.body.access_token, tokens.body.id_token, started.pkce.verifier);
+    if (tokens.body.refresh_token) secrets.push(tokens.body.refresh_token);
+  });
+
   test('TOTP second factor: enrollment, a wrong code and a right one', async () => {
     const login = await passwordLogin(server, username, password);
     expect(login.status).toBe(200);
@@ -201,6 +235,19 @@ describe('audit trail', () => {
     });
     // A code is never logged (as a JSON string value: six digits may appear inside numbers).
     expect(raw.join('')).not.toContain(`"${right}"`);
+  });
+
+  test('a change whose transaction rolls back after its event was registered is never recorded', async () => {
+    // The CA service registers `ca.created` before its insert; the second insert of one
+    // certificate violates the fingerprint's unique constraint and rolls back.
+    const ca = await generateRootCa({ commonName: 'audit root' });
+    const first = await api.post('/cas', { body: { name: 'audit-ca-1', certPem: ca.certPem } });
+    expect(first.status).toBe(201);
+    expect(eventOf(first, 'ca.created')).toMatchObject({ caId: first.body.data.id, actorId: adminId });
+    const again = await api.post('/cas', { body: { name: 'audit-ca-2', certPem: ca.certPem } });
+    expect(again.status).toBe(409);
+    expect(eventsOf(again)).toEqual([]);
+    expect(events().filter((e) => e.event === 'ca.created')).toHaveLength(1);
   });
 
   test('a factor change of the policy, key rotation, disable and delete publish revocations', async () => {
