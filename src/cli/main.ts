@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { CliError, UsageError } from './cli-error.js';
-import { processIo, type CliIo } from './cli-io.js';
+import { outputWidth, processIo, type CliIo } from './cli-io.js';
 import type { CommandSpec, OptionValues, OptionsConfig } from './command-spec.js';
 import { completionCommand } from './completion-command.js';
 import { controllerCommands } from './controller-commands.js';
@@ -16,8 +16,8 @@ import { commandHelp, groupHelp } from './usage.js';
 export const commands: CommandSpec[] = [
   loginCommand,
   ...identityCommands,
-  ...importCommands,
   ...enrollmentCommands,
+  ...importCommands,
   enrollCommand,
   ...keysCommands,
   ...controllerCommands,
@@ -70,7 +70,7 @@ async function runCommand(command: CommandSpec, args: string[], io: CliIo): Prom
   }
   const { values, positionals } = parsed;
   if (values.help) {
-    io.stdout.write(commandHelp(command));
+    io.stdout.write(commandHelp(command, outputWidth(io)));
     return 0;
   }
   const { min, max } = command.positionals;
@@ -94,7 +94,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       `unknown command "${[...words, next].join(' ')}": run svc ${[...words, ''].join(' ')}--help`,
     );
   }
-  const help = groupHelp(words, group);
+  const help = groupHelp(words, group, outputWidth(io));
   if (wantsHelp) {
     io.stdout.write(help);
     return 0;

@@ -107,7 +107,7 @@ describe('svc edge import identities, tables, completion', () => {
     expect(screen).toContain('Imported 12 of 12 identities');
   });
 
-  test('the identity table fits the terminal width; piped output keeps whole values', async () => {
+  test('the identity table and the help fit the terminal width; piped output keeps whole values', async () => {
     const long = `imp-${'very-long-name-'.repeat(6)}end`;
     expect((await fixture.api.post('/identities', { name: long, isAdmin: false })).status).toBe(201);
     const filter = 'name contains "very-long-name"';
@@ -121,6 +121,12 @@ describe('svc edge import identities, tables, completion', () => {
 
     const piped = await svc(['edge', 'list', 'identities', filter]);
     expect(piped.stdout).toContain(long);
+
+    // The help wraps its explanations the same way.
+    const help = await svc(['--help'], { env: { COLUMNS: '80' } });
+    expect(help.code).toBe(0);
+    for (const line of help.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+    expect(help.stdout).toContain('svc edge import identities <file.csv|file.json>');
   });
 
   test('svc completion bash completes commands, flags and argument choices', async () => {
