@@ -70,24 +70,26 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   const edge = config.edge ?? EDGE_DEFAULTS;
   const sessionTimeout = edge.api.sessionTimeout;
   const oidc = config.edge?.oidc;
-  const sessions = createSessionService({ db: knex, sessionTimeout });
+  const sessions = createSessionService({ db: knex, sessionTimeout, audit });
   // Revocations are remembered as long as an access token they cover can live (plus clock
   // margin); refresh tokens and legacy sessions are checked against the database anyway.
   const revocationState = createRevocationState({
     database,
     logger,
+    audit,
     changeFeed: config.database.changeFeed,
   });
   const revocations = createRevocationService({
     retentionSeconds: () => (oidc?.accessTokenDuration ?? sessionTimeout) + 60,
     // A failed read is retried by the one-second catch-up; it must not fail the admin's request.
     published: () => revocationState.refresh().catch(() => undefined),
+    audit,
   });
   const lockout = createLoginLockout({ knex, revocations });
   const passwordMethod = createPasswordMethod({ knex, lockout });
-  const policies = createPolicyService({ knex, revocations });
-  const signers = createSignerService({ knex });
-  const cas = createCaService({ knex, changes: revocations });
+  const policies = createPolicyService({ knex, revocations, audit });
+  const signers = createSignerService({ knex, audit });
+  const cas = createCaService({ knex, changes: revocations, audit });
   const certMethod = createCertMethod({ knex, pki });
   // The secondary external JWT is checked on every API request: its signer comes from memory.
   const signerCache = createSignerCache({ load: (id) => externalJwtSignersRepository.findById(knex, id) });
@@ -120,6 +122,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     signJwt: signEnrollmentJwt,
     tokens: enrollmentTokens,
     changes: revocations,
+    audit,
   });
   const identities = createIdentityService({
     knex,
@@ -127,16 +130,18 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     enrollments,
     view: identityView,
     context: identityContext,
+    audit,
   });
-  const authenticators = createAuthenticatorService({ knex, changes: revocations });
+  const authenticators = createAuthenticatorService({ knex, changes: revocations, audit });
   const enroll = createEnrollmentCompletion({
     knex,
     pki,
     trustDomain: config.pki.trustDomain,
     tokens: enrollmentTokens,
     changes: revocations,
+    audit,
   });
-  const totp = createTotpService({ knex, box, issuer: edge.totp.issuer, changes: revocations });
+  const totp = createTotpService({ knex, box, issuer: edge.totp.issuer, changes: revocations, audit });
   return {
     audit,
     sessions,
@@ -168,6 +173,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     totp: services.totp,
     extJwt: services.extJwtMethod,
     findSigner: services.signerCache.get,
+    audit: services.audit,
   });
   const oidc = await createOidc({
     config: deps.config,
@@ -182,6 +188,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     findPolicy: (id) => authPoliciesRepository.findById(knex, id),
     factors: secondFactors,
     totp: services.totp,
+    audit: services.audit,
   });
   return { oidc };
 }
@@ -224,6 +231,7 @@ function createRouteDeps(
       burst: config.rateLimits.authorizationBurst,
     }),
     oidc,
+    audit: services.audit,
   };
 }
 

@@ -48,6 +48,29 @@ export function describeApiError(status: number, text: string): string {
   return `${error.message ?? 'request failed'} (${error.code}${cause})`;
 }
 
+/** A refusal by the API: the one-line message, plus the envelope's code for callers that sort errors. */
+export class ApiError extends CliError {
+  override readonly name = 'ApiError';
+  readonly code: string;
+  /** The envelope's message alone (the one-line `message` adds the code and field). */
+  readonly apiMessage: string;
+  constructor(
+    readonly status: number,
+    text: string,
+  ) {
+    super(describeApiError(status, text));
+    let error: NonNullable<ErrorEnvelope['error']> = {};
+    try {
+      error = (JSON.parse(text) as ErrorEnvelope).error ?? {};
+    } catch {
+      // not JSON: the status stands for the code
+    }
+    this.code = error.code ?? `HTTP_${status}`;
+    const cause = error.cause?.field ? ` (${error.cause.field}: ${error.cause.reason ?? 'invalid'})` : '';
+    this.apiMessage = `${error.message ?? `the server answered HTTP ${status}`}${cause}`;
+  }
+}
+
 /** Turns a network or TLS failure into one line naming the server and what went wrong. */
 export function describeNetworkError(url: string, err: unknown): CliError {
   const { code = '', message = String(err) } = err as { code?: string; message?: string };
@@ -90,7 +113,7 @@ export function createApiClient(options: ApiClientOptions) {
   /** Sends a JSON request and returns the envelope's `data` (and `meta`); API errors throw. */
   async function request<T = unknown>(method: string, path: string, o: RequestOptions = {}) {
     const { status, text } = await send(method, path, o, 'application/json');
-    if (status >= 400) throw new CliError(describeApiError(status, text));
+    if (status >= 400) throw new ApiError(status, text);
     let parsed: { data?: T; meta?: Record<string, unknown> };
     try {
       parsed = JSON.parse(text) as typeof parsed;

@@ -5,8 +5,8 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   cwd: string;
   stdin: Readable & { isTTY?: boolean; setRawMode?: (mode: boolean) => unknown };
-  stdout: Writable;
-  stderr: Writable;
+  stdout: Writable & { isTTY?: boolean; columns?: number };
+  stderr: Writable & { isTTY?: boolean; columns?: number };
 }
 
 export function processIo(): CliIo {
@@ -27,4 +27,14 @@ export function out(io: CliIo, line: string): void {
 /** Notices that must not mix with `--json` output on stdout. */
 export function note(io: CliIo, line: string): void {
   io.stderr.write(`${line}\n`);
+}
+
+/**
+ * The width tables must fit: the terminal's, or `COLUMNS` when set (e.g. `COLUMNS=100 svc … | less`);
+ * undefined when stdout is no terminal and nothing says otherwise, so piped output is never cut.
+ */
+export function outputWidth(io: CliIo): number | undefined {
+  const fromEnv = Number(io.env.COLUMNS);
+  if (Number.isInteger(fromEnv) && fromEnv > 0) return fromEnv;
+  return io.stdout.isTTY && io.stdout.columns ? io.stdout.columns : undefined;
 }

@@ -23,6 +23,8 @@ export interface CommandSpec {
   /** `[flag, explanation]` lines of the help text. */
   optionHelp: [string, string][];
   positionals: { min: number; max: number };
+  /** The literal values of the first argument, offered by shell completion. */
+  choices?: string[];
   run(ctx: CommandContext): Promise<void>;
 }
 

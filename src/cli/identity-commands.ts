@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { ApiClient } from './api-client.js';
 import { CliError, UsageError } from './cli-error.js';
-import { out } from './cli-io.js';
+import { out, outputWidth } from './cli-io.js';
 import { stringOption, type CommandContext, type CommandSpec, type OptionValues } from './command-spec.js';
 import { filterString, listAll, withSessionApi } from './session-client.js';
 import { writePrivateFile } from './session-store.js';
@@ -91,7 +91,7 @@ async function listIdentities(ctx: CommandContext): Promise<void> {
     const items = await listAll<IdentitySummary>(api, IDENTITIES, ctx.positionals[0]);
     if (ctx.json) return out(ctx.io, JSON.stringify(items, null, 2));
     const rows = items.map((i) => [i.id, i.name, i.type, String(i.isAdmin)]);
-    out(ctx.io, formatTable(['ID', 'NAME', 'TYPE', 'IS ADMIN'], rows));
+    out(ctx.io, formatTable(['ID', 'NAME', 'TYPE', 'IS ADMIN'], rows, { width: outputWidth(ctx.io) }));
     out(ctx.io, `results: ${items.length}`);
   });
 }
@@ -146,6 +146,7 @@ export const identityCommands: CommandSpec[] = [
       ['-o, --output <file>', 'write the enrollment JWT to this file (mode 0600)'],
     ],
     positionals: { min: 2, max: 2 },
+    choices: Object.keys(TYPES),
     run: createIdentity,
   },
   {

@@ -1,11 +1,13 @@
 import { parseArgs } from 'node:util';
 import { CliError, UsageError } from './cli-error.js';
-import { processIo, type CliIo } from './cli-io.js';
+import { outputWidth, processIo, type CliIo } from './cli-io.js';
 import type { CommandSpec, OptionValues, OptionsConfig } from './command-spec.js';
+import { completionCommand } from './completion-command.js';
 import { controllerCommands } from './controller-commands.js';
 import { enrollCommand } from './enroll-command.js';
 import { enrollmentCommands } from './enrollment-commands.js';
 import { identityCommands } from './identity-commands.js';
+import { importCommands } from './import-command.js';
 import { keysCommands } from './keys-commands.js';
 import { loginCommand } from './login-command.js';
 import { commandHelp, groupHelp } from './usage.js';
@@ -15,9 +17,11 @@ export const commands: CommandSpec[] = [
   loginCommand,
   ...identityCommands,
   ...enrollmentCommands,
+  ...importCommands,
   enrollCommand,
   ...keysCommands,
   ...controllerCommands,
+  completionCommand(() => commands),
 ];
 
 const GLOBAL_OPTIONS: OptionsConfig = {
@@ -66,7 +70,7 @@ async function runCommand(command: CommandSpec, args: string[], io: CliIo): Prom
   }
   const { values, positionals } = parsed;
   if (values.help) {
-    io.stdout.write(commandHelp(command));
+    io.stdout.write(commandHelp(command, outputWidth(io)));
     return 0;
   }
   const { min, max } = command.positionals;
@@ -90,7 +94,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       `unknown command "${[...words, next].join(' ')}": run svc ${[...words, ''].join(' ')}--help`,
     );
   }
-  const help = groupHelp(words, group);
+  const help = groupHelp(words, group, outputWidth(io));
   if (wantsHelp) {
     io.stdout.write(help);
     return 0;

@@ -5,26 +5,52 @@ const GLOBAL_HELP: [string, string][] = [
   ['-h, --help', 'show this help'],
 ];
 
-function columns(rows: [string, string][]): string {
+/** `text` broken at spaces into lines of at most `width` characters (a longer word stays whole). */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  return [...lines, line];
+}
+
+/** Two columns; on a terminal too narrow for a line, the right one wraps under itself. */
+function columns(rows: [string, string][], total?: number): string {
   const width = Math.max(...rows.map(([left]) => left.length));
-  return rows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`).join('\n');
+  const indent = width + 4;
+  // Below 20 characters of room a wrapped column reads worse than a long line.
+  const room = total === undefined || total - indent < 20 ? undefined : total - indent;
+  return rows
+    .map(([left, right]) => {
+      const [first, ...rest] = room === undefined ? [right] : wrap(right, room);
+      return [`  ${left.padEnd(width)}  ${first}`, ...rest.map((r) => ' '.repeat(indent) + r)].join('\n');
+    })
+    .join('\n');
 }
 
 const synopsis = (c: CommandSpec) => `svc ${c.words.join(' ')} ${c.args}`.trimEnd();
 
-export function commandHelp(command: CommandSpec): string {
+/** `width`: the terminal's, to wrap long explanations; undefined leaves lines whole. */
+export function commandHelp(command: CommandSpec, width?: number): string {
   return (
     `Usage: ${synopsis(command)} [options]\n\n` +
     `${command.summary}\n\n` +
-    `Options:\n${columns([...command.optionHelp, ...GLOBAL_HELP])}\n`
+    `Options:\n${columns([...command.optionHelp, ...GLOBAL_HELP], width)}\n`
   );
 }
 
-export function groupHelp(words: string[], group: CommandSpec[]): string {
+export function groupHelp(words: string[], group: CommandSpec[], width?: number): string {
   const prefix = ['svc', ...words].join(' ');
   return (
     `Usage: ${prefix} <command> [options]\n\n` +
-    `Commands:\n${columns(group.map((c) => [synopsis(c), c.summary]))}\n\n` +
+    `Commands:\n${columns(
+      group.map((c) => [synopsis(c), c.summary]),
+      width,
+    )}\n\n` +
     `Run "svc <command> --help" for the options of a command.\n`
   );
 }

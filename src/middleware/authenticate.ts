@@ -3,6 +3,7 @@ import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import { bearerTokens } from '../services/auth/bearer-tokens.js';
 import type { BearerVerifier, Principal } from '../services/auth/principal.js';
+import { currentRequestScope } from '../services/request-scope.js';
 
 /**
  * Resolves when `tokens` hold a valid JWT of the principal's secondary signer that names its
@@ -44,6 +45,8 @@ export function authenticate(resolver: PrincipalResolver, options: AuthenticateO
     }
     await secondaryExtJwtGate(resolver, tokens, principal);
     ctx.state.principal = principal;
+    const scope = currentRequestScope();
+    if (scope) scope.actorId = principal.identityId;
     const seconds = Math.max(0, Math.floor((principal.expiresAt.getTime() - Date.now()) / 1000));
     ctx.set('expiration-seconds', String(seconds));
     ctx.set('expires-at', principal.expiresAt.toISOString());

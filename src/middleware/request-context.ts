@@ -1,10 +1,22 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { newId } from '../crypto/random.js';
+import { runInRequestScope } from '../services/request-scope.js';
+
+/**
+ * The address of the client, for logs, audit events and per-address limits: the TCP peer, or the
+ * client a trusted PROXY protocol header named (listeners/proxy-listener.ts). HTTP proxy headers
+ * are never trusted (`app.proxy` stays off).
+ */
+export function clientAddress(ctx: Context): string {
+  return ctx.ip;
+}
 
 /**
  * Gives every request an id (echoed in `request-id` and in error bodies) and writes one log line
- * per request. Only the path is logged: query strings may carry tokens.
+ * per request. Only the path is logged: query strings may carry tokens. The rest of the request
+ * runs in a request scope (services/request-scope.ts), where audit events find the request id,
+ * the client address and the caller.
  */
 export function requestContext(logger: Logger) {
   return async function requestContextMiddleware(ctx: Context, next: Next) {
@@ -17,11 +29,11 @@ export function requestContext(logger: Logger) {
     ctx.state.log = logger.child({ requestId });
     ctx.set('request-id', requestId);
     try {
-      await next();
+      await runInRequestScope({ requestId, sourceAddress: () => clientAddress(ctx) }, next);
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       ctx.state.log.info(
-        { method, path, status: ctx.status, ms: Math.round(ms * 10) / 10, clientAddress: ctx.ip },
+        { method, path, status: ctx.status, ms: Math.round(ms * 10) / 10, clientAddress: clientAddress(ctx) },
         'request',
       );
     }

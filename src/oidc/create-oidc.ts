@@ -7,6 +7,7 @@ import type { SecretBox } from '../crypto/secret-box.js';
 import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { createKeyService } from '../services/keys/key-service.js';
+import type { AuditTrail } from '../services/audit-trail.js';
 import { createKeyWatcher } from '../services/keys/key-watcher.js';
 import type { RevocationService } from '../services/revocation-service.js';
 import type { RevocationState } from '../services/revocation-state.js';
@@ -46,6 +47,7 @@ export interface OidcDeps {
   /** The second factors and the TOTP service the login's steps check. */
   factors: LoginFlowDeps['factors'];
   totp: LoginFlowDeps['totp'];
+  audit: AuditTrail;
 }
 
 /** Every `edge-oidc` bind-point address with its URI patterns. */
@@ -123,11 +125,13 @@ export async function createOidc(deps: OidcDeps) {
     box,
     rotationGraceSeconds: config.edge!.oidc.keyRotationGrace,
     maxTokenLifetimeSeconds: Math.max(durations.accessTokenDuration, durations.idTokenDuration),
+    audit: deps.audit,
   });
   await keys.ensureKey();
   const cookieKeys = await loadCookieKeys(knex, box);
 
   const sessions = createOidcSessions({
+    audit: deps.audit,
     knex,
     revocations: deps.revocations,
     maxSessionSeconds: durations.maxSessionDuration,

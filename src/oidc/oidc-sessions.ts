@@ -3,7 +3,8 @@ import { inTransaction } from '../db/transaction.js';
 import type { Db } from '../db/create-database.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
-import type { RevocationService } from '../services/revocation-service.js';
+import { NO_AUDIT, type AuditTrail } from '../services/audit-trail.js';
+import type { RevocationService, RevokeOptions } from '../services/revocation-service.js';
 
 /**
  * What a finished login tells every token of its grant (docs/adr/0002-oidc-login-state.md): kept
@@ -30,6 +31,7 @@ export interface OidcSessionsDeps {
   revocations: RevocationService;
   /** edge.oidc.maxSessionDuration (s): the API session and the refresh chain end with it. */
   maxSessionSeconds: number;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -38,10 +40,16 @@ export function createOidcSessions({
   knex,
   revocations,
   maxSessionSeconds,
+  audit = NO_AUDIT,
   now = () => new Date(),
 }: OidcSessionsDeps) {
-  async function endGrantIn(trx: Db, grantId: string, apiSessionId: string | undefined): Promise<void> {
-    if (apiSessionId) await revocations.revokeApiSession(trx, apiSessionId);
+  async function endGrantIn(
+    trx: Db,
+    grantId: string,
+    apiSessionId: string | undefined,
+    options: RevokeOptions,
+  ): Promise<void> {
+    if (apiSessionId) await revocations.revokeApiSession(trx, apiSessionId, options);
     await oidcPayloadsRepository.deleteByGrantId(trx, grantId);
   }
 
@@ -87,7 +95,7 @@ export function createOidcSessions({
       const stored = await oidcPayloadsRepository.find(knex, MODEL, grantId, now());
       const apiSessionId = (stored?.payload as { apiSessionId?: string } | undefined)?.apiSessionId;
       await inTransaction(knex, async (trx, afterCommit) => {
-        await endGrantIn(trx, grantId, apiSessionId);
+        await endGrantIn(trx, grantId, apiSessionId, { afterCommit, cause: 'grant-ended' });
         afterCommit(revocations.afterCommit);
       });
     },
@@ -97,9 +105,15 @@ export function createOidcSessions({
       const stored = await oidcPayloadsRepository.findByUid(knex, MODEL, apiSessionId, now());
       const grantId = stored ? grantIdOf(stored) : undefined;
       await inTransaction(knex, async (trx, afterCommit) => {
-        if (grantId) await endGrantIn(trx, grantId, apiSessionId);
-        else await revocations.revokeApiSession(trx, apiSessionId);
+        const options = { afterCommit, cause: 'session-ended' };
+        if (grantId) await endGrantIn(trx, grantId, apiSessionId, options);
+        else await revocations.revokeApiSession(trx, apiSessionId, options);
         afterCommit(revocations.afterCommit);
+        audit.recordAfterCommit(afterCommit, {
+          event: 'session.ended',
+          sessionId: apiSessionId,
+          kind: 'oidc',
+        });
       });
     },
 

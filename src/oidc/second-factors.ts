@@ -5,6 +5,7 @@ import type { ExternalJwtSigner } from '../repositories/external-jwt-signers-rep
 import type { Identity } from '../repositories/identities-repository.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { TotpService } from '../services/mfa/totp-service.js';
+import type { AuditTrail } from '../services/audit-trail.js';
 import { LOGIN_PATHS } from './login-paths.js';
 import { credentialName, type AuthQuery, type LoginState } from './login-state.js';
 
@@ -25,6 +26,7 @@ export interface SecondFactorsDeps {
   totp: Pick<TotpService, 'isRequired' | 'status'>;
   extJwt: Pick<ExtJwtMethod, 'checkSecondary'>;
   findSigner: (id: string) => Promise<ExternalJwtSigner | undefined>;
+  audit?: AuditTrail;
 }
 
 /** The TOTP query of the OIDC flow (its shape is part of the API: docs/architecture.md, auth queries). */
@@ -108,6 +110,17 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
     const signerId = policy.secondary.requireExtJwt;
     if (signerId && !state.satisfied.includes(FACTORS.extJwt.satisfied)) {
       const failure = await extJwtFailure(tokens, signerId, identity);
+      // A request without any JWT is a question (what is owed?), not a decision.
+      if (failure === undefined || tokens.length > 0) {
+        deps.audit?.record({
+          event: 'auth.second-factor',
+          method: 'ext-jwt',
+          outcome: failure === undefined ? 'success' : 'failure',
+          identityId: identity.id,
+          signerId,
+          ...(failure !== undefined && { reason: 'no-valid-jwt-of-the-signer' }),
+        });
+      }
       if (failure === undefined) satisfy(state, FACTORS.extJwt, credentialName('ext-jwt', signerId));
       else {
         owed.authQueries.push(extJwtQuery(signerId, await deps.findSigner(signerId)));

@@ -13,6 +13,7 @@ import type { CaService } from '../services/ca-service.js';
 import type { CertMethod } from '../services/auth/cert-method.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { Oidc } from '../oidc/create-oidc.js';
+import type { AuditTrail } from '../services/audit-trail.js';
 
 /**
  * What route modules may use: services, never repositories, so that every rule about the data
@@ -44,4 +45,6 @@ export interface RouteDeps {
   authorizationLimiter: RateLimiter;
   /** The OIDC provider, its login flow, token verifier, sessions and signing keys. */
   oidc: Oidc;
+  /** Security events; the services record their own, routes only the login decisions. */
+  audit: AuditTrail;
 }

@@ -3,6 +3,7 @@ import { mapPage, type ListQuery } from '../db/list-query.js';
 import { inTransaction } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 
 /** What the management API shows of an authenticator: never the password hash. */
@@ -21,7 +22,15 @@ export function authenticatorView(a: Authenticator) {
 }
 
 /** `/authenticators`: list, detail, delete. */
-export function createAuthenticatorService({ knex, changes }: { knex: Knex; changes: IdentityChangeFeed }) {
+export function createAuthenticatorService({
+  knex,
+  changes,
+  audit = NO_AUDIT,
+}: {
+  knex: Knex;
+  changes: IdentityChangeFeed;
+  audit?: AuditTrail;
+}) {
   return {
     async list(q: ListQuery) {
       return mapPage(await authenticatorsRepository.list(knex, q), (items) => items.map(authenticatorView));
@@ -38,6 +47,12 @@ export function createAuthenticatorService({ knex, changes }: { knex: Knex; chan
         const deleted = await authenticatorsRepository.delete(trx, id);
         if (!deleted) throw new AppError('NOT_FOUND');
         await changes.identityChanged(trx, afterCommit, deleted.identityId);
+        audit.recordAfterCommit(afterCommit, {
+          event: 'authenticator.deleted',
+          authenticatorId: id,
+          identityId: deleted.identityId,
+          method: deleted.method,
+        });
       });
     },
   };

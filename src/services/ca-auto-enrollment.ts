@@ -14,10 +14,12 @@ import { newId } from '../crypto/random.js';
 import { authenticatorsRepository } from '../repositories/authenticators-repository.js';
 import { casRepository, type Ca } from '../repositories/cas-repository.js';
 import { identitiesRepository, roleAttributesRepository } from '../repositories/identities-repository.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import { firstFreeName, formatIdentityName, suffixWidth } from './identity-name-format.js';
 
 export interface CaAutoEnrollmentDeps {
   knex: Knex;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -56,7 +58,11 @@ function usableLeaf(der: Buffer, at: Date): ParsedCertificate {
  * attributes and the default auth policy — and the cert authenticator that binds the certificate
  * to it, exactly as an OTTCA enrollment would. Returns the new identity's id.
  */
-export function createCaAutoEnrollment({ knex, now = () => new Date() }: CaAutoEnrollmentDeps) {
+export function createCaAutoEnrollment({
+  knex,
+  audit = NO_AUDIT,
+  now = () => new Date(),
+}: CaAutoEnrollmentDeps) {
   /** The first verified, auto-enrolling CA the chain reaches; a malformed intermediate reaches none. */
   async function issuingCa(leaf: Buffer, intermediates: Buffer[]): Promise<Ca | undefined> {
     const pems = intermediates.map((der) => toPem('CERTIFICATE', der));
@@ -126,6 +132,14 @@ export function createCaAutoEnrollment({ knex, now = () => new Date() }: CaAutoE
           if (attempt >= NAME_ATTEMPTS || !isUniqueViolation(err, 'identities__name_unique')) throw err;
         }
       }
+    });
+    // Recorded once the attempt that succeeded has committed.
+    audit.record({
+      event: 'enrollment.completed',
+      identityId,
+      method: 'ca',
+      caId: ca.id,
+      created: true,
     });
     return identityId;
   };

@@ -14,12 +14,14 @@ import { casRepository, type Ca, type CaChanges } from '../repositories/cas-repo
 import type { CaCreateInput, CaUpdateInput } from '../schemas/ca-schemas.js';
 import { enrollmentsRepository } from '../repositories/enrollments-repository.js';
 import { DEFAULT_IDENTITY_NAME_FORMAT } from './identity-name-format.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 
 export interface CaServiceDeps {
   knex: Knex;
   /** Publishes writes to what an identity's detail shows (services/revocation-service.ts). */
   changes: IdentityChangeFeed;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -58,7 +60,7 @@ const changesOf = (input: CaUpdateInput): CaChanges =>
   Object.fromEntries(Object.entries(input).filter(([k, v]) => v !== undefined && k !== 'certPem'));
 
 /** 3rd-party CAs: registered, then proven by a certificate naming the token. */
-export function createCaService({ knex, changes, now = () => new Date() }: CaServiceDeps) {
+export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => new Date() }: CaServiceDeps) {
   return {
     async list(q: ListQuery) {
       return mapPage(await casRepository.list(knex, q), (items) => items.map(caView));
@@ -75,8 +77,13 @@ export function createCaService({ knex, changes, now = () => new Date() }: CaSer
       if (!cert.isCa) throw validationError('certPem', 'must be a CA certificate (basicConstraints cA)');
       if (cert.notAfter < now()) throw validationError('certPem', 'the CA certificate has expired');
       const id = newId();
-      await inTransaction(knex, (trx) =>
-        casRepository.insert(trx, {
+      await inTransaction(knex, async (trx, afterCommit) => {
+        audit.recordAfterCommit(afterCommit, {
+          event: 'ca.created',
+          caId: id,
+          fingerprint: cert.fingerprint,
+        });
+        await casRepository.insert(trx, {
           id,
           name: input.name,
           certPem: pem,
@@ -88,8 +95,8 @@ export function createCaService({ knex, changes, now = () => new Date() }: CaSer
           identityNameFormat: input.identityNameFormat ?? DEFAULT_IDENTITY_NAME_FORMAT,
           // The subject CN of the proof certificate; 32 characters fit any CN.
           verificationToken: newToken(24),
-        }),
-      );
+        });
+      });
       return id;
     },
 
@@ -112,9 +119,17 @@ export function createCaService({ knex, changes, now = () => new Date() }: CaSer
             identityNameFormat: DEFAULT_IDENTITY_NAME_FORMAT,
           }
         : {};
-      const updated = await inTransaction(knex, (trx) =>
-        casRepository.update(trx, id, { ...defaults, ...changesOf(input) }),
-      );
+      const changed = { ...defaults, ...changesOf(input) };
+      const updated = await inTransaction(knex, async (trx, afterCommit) => {
+        const row = await casRepository.update(trx, id, changed);
+        if (row)
+          audit.recordAfterCommit(afterCommit, {
+            event: 'ca.updated',
+            caId: id,
+            fields: Object.keys(changed).sort(),
+          });
+        return row;
+      });
       if (!updated) throw notFound();
     },
 
@@ -124,6 +139,7 @@ export function createCaService({ knex, changes, now = () => new Date() }: CaSer
         const holders = await enrollmentsRepository.identitiesWithCa(trx, id);
         if (!(await casRepository.delete(trx, id))) throw notFound();
         for (const identityId of holders) await changes.identityChanged(trx, afterCommit, identityId);
+        audit.recordAfterCommit(afterCommit, { event: 'ca.deleted', caId: id });
       });
     },
 
@@ -144,6 +160,8 @@ export function createCaService({ knex, changes, now = () => new Date() }: CaSer
         throw validationError('body', 'the certificate is not valid at this time');
       }
       if (!(await casRepository.markVerified(knex, id, ca.verificationToken))) throw notFound();
+      // One statement, committed by now.
+      audit.record({ event: 'ca.verified', caId: id });
       return caView((await casRepository.findById(knex, id))!);
     },
   };

@@ -20,6 +20,7 @@ import {
 } from '../repositories/enrollments-repository.js';
 import { createCaAutoEnrollment } from './ca-auto-enrollment.js';
 import type { EnrollmentTokens } from './enrollment-tokens.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 import { passwordRuleViolation } from './password-rules.js';
 import type { PkiMaterial } from './pki-service.js';
@@ -32,6 +33,7 @@ export interface EnrollmentCompletionDeps {
   tokens: Pick<EnrollmentTokens, 'lookupHash'>;
   /** Publishes writes to what an identity's detail shows (services/revocation-service.ts). */
   changes: IdentityChangeFeed;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -48,6 +50,7 @@ const certificateFailed = (message: string) => new AppError('CERTIFICATE_FAILED_
  */
 export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
   const { knex } = deps;
+  const audit = deps.audit ?? NO_AUDIT;
   const now = deps.now ?? (() => new Date());
 
   type Pending = Enrollment & { tokenHash: string };
@@ -68,13 +71,27 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
         validAt: now(),
       });
       if (!consumed) throw new AppError('INVALID_ENROLLMENT_TOKEN');
+      const authenticatorId = newId();
+      const method = e.method === 'updb' ? 'updb' : 'cert';
       await authenticatorsRepository.insert(trx, {
-        id: newId(),
+        id: authenticatorId,
         identityId: consumed.identityId,
-        method: e.method === 'updb' ? 'updb' : 'cert',
+        method,
         ...credential,
       });
       await deps.changes.identityChanged(trx, afterCommit, consumed.identityId);
+      audit.recordAfterCommit(afterCommit, {
+        event: 'enrollment.completed',
+        enrollmentId: consumed.id,
+        identityId: consumed.identityId,
+        method: e.method,
+      });
+      audit.recordAfterCommit(afterCommit, {
+        event: 'authenticator.created',
+        authenticatorId,
+        identityId: consumed.identityId,
+        method,
+      });
     });
   }
 
@@ -87,7 +104,7 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
 
   return {
     /** Auto CA enrollment: no token; the certificate's verified CA creates the identity. */
-    ca: createCaAutoEnrollment({ knex, now }),
+    ca: createCaAutoEnrollment({ knex, audit, now }),
 
     /** UPDB: the username fixed at creation, the password checked against the policy's rules. */
     async updb(token: string, password: string): Promise<void> {

@@ -14,6 +14,7 @@ import {
 } from '../repositories/enrollments-repository.js';
 import type { EnrollmentCreateInput } from '../schemas/enrollment-schemas.js';
 import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 
 export interface EnrollmentServiceDeps {
@@ -24,6 +25,7 @@ export interface EnrollmentServiceDeps {
   tokens: Pick<EnrollmentTokens, 'protect' | 'open'>;
   /** Publishes writes to what an identity's detail shows (services/revocation-service.ts). */
   changes: IdentityChangeFeed;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -71,6 +73,7 @@ async function assertUsernameFree(trx: Db, username: string, field: string): Pro
 /** Management of enrollments: `/enrollments` and the enrollment of a new identity. */
 export function createEnrollmentService(deps: EnrollmentServiceDeps) {
   const { knex } = deps;
+  const audit = deps.audit ?? NO_AUDIT;
   const now = deps.now ?? (() => new Date());
 
   /**
@@ -129,6 +132,12 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
         if (!identity) throw notFound('identityId', 'no such identity');
         const added = await addInTransaction(trx, input);
         await deps.changes.identityChanged(trx, afterCommit, input.identityId);
+        audit.recordAfterCommit(afterCommit, {
+          event: 'enrollment.created',
+          enrollmentId: added.id,
+          identityId: input.identityId,
+          method: input.method,
+        });
         return added;
       });
     },
@@ -146,6 +155,11 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
         const deleted = await enrollmentsRepository.delete(trx, id);
         if (!deleted) throw new AppError('NOT_FOUND');
         await deps.changes.identityChanged(trx, afterCommit, deleted.identityId);
+        audit.recordAfterCommit(afterCommit, {
+          event: 'enrollment.deleted',
+          enrollmentId: id,
+          identityId: deleted.identityId,
+        });
       });
     },
 
@@ -156,6 +170,12 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
         const updated = await enrollmentsRepository.updateExpiry(trx, id, expiresAt);
         if (!updated) throw new AppError('NOT_FOUND');
         await deps.changes.identityChanged(trx, afterCommit, updated.identityId);
+        audit.recordAfterCommit(afterCommit, {
+          event: 'enrollment.refreshed',
+          enrollmentId: id,
+          identityId: updated.identityId,
+          expiresAt: expiresAt.toISOString(),
+        });
       });
     },
   };

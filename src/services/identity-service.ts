@@ -18,6 +18,7 @@ import type {
   IdentityPatchInput,
   IdentityReplaceInput,
 } from '../schemas/identity-schemas.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { EnrollmentService } from './enrollment-service.js';
 import type { IdentityContextCache } from './identity-context.js';
 import type { IdentityView } from './identity-view.js';
@@ -30,6 +31,7 @@ export interface IdentityServiceDeps {
   view: IdentityView;
   /** Keeps the detail an identity reads of itself (`current-identity`) in memory. */
   context: Pick<IdentityContextCache, 'detail'>;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -67,6 +69,7 @@ const changesPrivileges = (current: Identity, u: IdentityUpdate) =>
  */
 export function createIdentityService(deps: IdentityServiceDeps) {
   const { knex, revocations } = deps;
+  const audit = deps.audit ?? NO_AUDIT;
   const now = deps.now ?? (() => new Date());
 
   async function update(id: string, u: IdentityUpdate): Promise<void> {
@@ -81,14 +84,22 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       }
       const { roleAttributes, ...changes } = u;
       const revoke = changesPrivileges(current, u);
-      if (revoke) await revocations.revokeIdentity(trx, id, changes);
-      else await identitiesRepository.update(trx, id, changes);
+      if (revoke) {
+        await revocations.revokeIdentity(trx, id, { changes, afterCommit, cause: 'privileges-changed' });
+      } else await identitiesRepository.update(trx, id, changes);
       if (roleAttributes !== undefined) await roleAttributesRepository.replace(trx, id, roleAttributes);
       // Any other change ends no access, but tokens show the name (userinfo, current-api-session,
       // the TOTP label) and the identity reads its own detail from memory: every instance must drop
       // its cached facts now, not at the cache's expiry.
       if (!revoke) await revocations.recordIdentityChanged(trx, id);
       afterCommit(revocations.afterCommit);
+      // Field names only: values (names, external ids, tags) are for the API, not the log.
+      audit.recordAfterCommit(afterCommit, {
+        event: 'identity.updated',
+        identityId: id,
+        fields: Object.keys(u).sort(),
+        ...(u.isAdmin !== undefined && { isAdmin: u.isAdmin }),
+      });
     });
   }
 
@@ -96,7 +107,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     /** Identity, role attributes and enrollment in one transaction; returns the new id. */
     async create(input: IdentityCreateInput): Promise<string> {
       const id = newId();
-      await inTransaction(knex, async (trx) => {
+      await inTransaction(knex, async (trx, afterCommit) => {
         await assertPolicyExists(trx, input.authPolicyId);
         await identitiesRepository.insert(trx, {
           id,
@@ -116,6 +127,13 @@ export function createIdentityService(deps: IdentityServiceDeps) {
             fields: { caId: `enrollment.${method}`, username: `enrollment.${method}` },
           });
         }
+        audit.recordAfterCommit(afterCommit, {
+          event: 'identity.created',
+          identityId: id,
+          type: input.type,
+          isAdmin: input.isAdmin,
+          ...(input.enrollment && { enrollmentMethod: input.enrollment.method }),
+        });
       });
       return id;
     },
@@ -153,8 +171,8 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         const identity = await lockIdentity(trx, id);
         if (identity.isDefaultAdmin) throw new AppError('CANNOT_DELETE_DEFAULT_ADMIN');
         await identitiesRepository.delete(trx, id);
-        await revocations.recordIdentityDeleted(trx, id);
-        afterCommit(revocations.afterCommit);
+        await revocations.recordIdentityDeleted(trx, id, { afterCommit });
+        audit.recordAfterCommit(afterCommit, { event: 'identity.deleted', identityId: id });
       });
     },
 
@@ -163,8 +181,12 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       const disabledUntil = durationMinutes > 0 ? new Date(now().getTime() + durationMinutes * 60_000) : null;
       await inTransaction(knex, async (trx, afterCommit) => {
         await lockIdentity(trx, id);
-        await revocations.revokeIdentity(trx, id, { disabled: true, disabledUntil });
-        afterCommit(revocations.afterCommit);
+        await revocations.revokeIdentity(trx, id, {
+          changes: { disabled: true, disabledUntil },
+          afterCommit,
+          cause: 'disabled',
+        });
+        audit.recordAfterCommit(afterCommit, { event: 'identity.disabled', identityId: id, durationMinutes });
       });
     },
 
@@ -174,6 +196,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         await identitiesRepository.update(trx, id, { disabled: false, disabledUntil: null });
         await revocations.recordIdentityChanged(trx, id);
         afterCommit(revocations.afterCommit);
+        audit.recordAfterCommit(afterCommit, { event: 'identity.enabled', identityId: id });
       });
     },
 
@@ -186,8 +209,8 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         await lockIdentity(trx, id);
         await mfaRecoveryCodesRepository.deleteAll(trx, id);
         await mfaTotpRepository.delete(trx, id);
-        await revocations.revokeIdentity(trx, id);
-        afterCommit(revocations.afterCommit);
+        await revocations.revokeIdentity(trx, id, { afterCommit, cause: 'mfa-reset' });
+        audit.recordAfterCommit(afterCommit, { event: 'identity.mfa-reset', identityId: id });
       });
     },
   };

@@ -12,11 +12,13 @@ import {
 } from '../repositories/auth-policies-repository.js';
 import { externalJwtSignersRepository } from '../repositories/external-jwt-signers-repository.js';
 import type { PolicyPatch } from '../schemas/policy-schemas.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { RevocationService } from './revocation-service.js';
 
 export interface PolicyServiceDeps {
   knex: Knex;
   revocations: RevocationService;
+  audit?: AuditTrail;
 }
 
 /** The values of a fresh `default` policy; omitted fields on create take them. */
@@ -92,7 +94,7 @@ const sameSecondary = (a: AuthPolicy['secondary'], b: AuthPolicy['secondary']) =
   a.requireTotp === b.requireTotp && a.requireExtJwt === b.requireExtJwt;
 
 /** Auth policies CRUD: a policy in use by an identity cannot be deleted, `default` never. */
-export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
+export function createPolicyService({ knex, revocations, audit = NO_AUDIT }: PolicyServiceDeps) {
   /** Replaces the stored policy; a changed `secondary` block ends its identities' sessions. */
   async function update(id: string, build: (current: AuthPolicy) => AuthPolicyInput): Promise<void> {
     await inTransaction(knex, async (trx, afterCommit) => {
@@ -101,10 +103,12 @@ export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
       const next = build(current);
       await assertSignersExist(trx, next);
       await authPoliciesRepository.update(trx, id, next);
-      if (sameSecondary(current.secondary, next.secondary)) return;
+      const factorsChanged = !sameSecondary(current.secondary, next.secondary);
+      audit.recordAfterCommit(afterCommit, { event: 'policy.updated', policyId: id, factorsChanged });
+      if (!factorsChanged) return;
       // The identities concerned authenticate again under the new factors.
       for (const identityId of await authPoliciesRepository.identityIdsUsing(trx, id)) {
-        await revocations.revokeIdentity(trx, identityId);
+        await revocations.revokeIdentity(trx, identityId, { afterCommit, cause: 'policy-changed' });
       }
       afterCommit(revocations.afterCommit);
     });
@@ -124,9 +128,10 @@ export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
     async create(patch: PolicyPatch): Promise<string> {
       const id = newId();
       const policy = merge(FRESH_DEFAULT_POLICY, patch);
-      await inTransaction(knex, async (trx) => {
+      await inTransaction(knex, async (trx, afterCommit) => {
         await assertSignersExist(trx, policy);
         await authPoliciesRepository.insert(trx, id, policy);
+        audit.recordAfterCommit(afterCommit, { event: 'policy.created', policyId: id });
       });
       return id;
     },
@@ -142,10 +147,11 @@ export function createPolicyService({ knex, revocations }: PolicyServiceDeps) {
       }
       await inTransaction(
         knex,
-        async (trx) => {
+        async (trx, afterCommit) => {
           if (!(await authPoliciesRepository.findForUpdate(trx, id))) throw notFound();
           if (await authPoliciesRepository.isInUse(trx, id)) throw inUse();
           await authPoliciesRepository.delete(trx, id);
+          audit.recordAfterCommit(afterCommit, { event: 'policy.deleted', policyId: id });
         },
         { removes: true },
       );

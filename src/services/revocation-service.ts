@@ -3,6 +3,7 @@ import type { AfterCommit } from '../db/transaction.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { identitiesRepository, type IdentityChanges } from '../repositories/identities-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 
 // A facts event only has to outlive the identity facts cache (services/identity-context.ts, 300 s):
 // an instance that misses it for longer has reloaded the facts anyway.
@@ -20,7 +21,16 @@ export interface RevocationServiceDeps {
    * them by the NOTIFY the insert sends, or by their one-second catch-up read).
    */
   published?: () => Promise<void>;
+  audit?: AuditTrail;
   now?: () => Date;
+}
+
+/** How a revocation is published: the caller's transaction hooks, and why (for the audit trail). */
+export interface RevokeOptions {
+  /** The transaction's `afterCommit`: this process applies the revocation and audits it after commit. */
+  afterCommit?: AfterCommit;
+  /** Why access ends, e.g. `disabled`, `lockout`, `policy-changed` (the audit event's `cause`). */
+  cause?: string;
 }
 
 /**
@@ -31,6 +41,7 @@ export interface RevocationServiceDeps {
 export function createRevocationService(deps: RevocationServiceDeps) {
   const now = deps.now ?? (() => new Date());
   const hooks = deps.hooks ?? [];
+  const audit = deps.audit ?? NO_AUDIT;
   const expiry = () => new Date(now().getTime() + deps.retentionSeconds() * 1000);
 
   /**
@@ -51,10 +62,30 @@ export function createRevocationService(deps: RevocationServiceDeps) {
     await deps.published?.();
   }
 
+  /** Registers this process's refresh and the `revocation.published` event, after commit. */
+  function published(
+    options: RevokeOptions,
+    event: { kind: string; identityId?: string; sessionId?: string },
+  ) {
+    if (!options.afterCommit) return;
+    // Recorded before this process's own read of the feed records it as received.
+    audit.recordAfterCommit(options.afterCommit, {
+      event: 'revocation.published',
+      ...event,
+      ...(options.cause !== undefined && { cause: options.cause }),
+    });
+    options.afterCommit(afterCommit);
+  }
+
   return {
     hooks,
 
-    async revokeIdentity(trx: Db, identityId: string, changes: IdentityChanges = {}): Promise<void> {
+    async revokeIdentity(
+      trx: Db,
+      identityId: string,
+      options: RevokeOptions & { changes?: IdentityChanges } = {},
+    ): Promise<void> {
+      const changes = options.changes ?? {};
       await apiSessionsRepository.deleteForIdentity(trx, identityId);
       const identity = await identitiesRepository.update(trx, identityId, changes, true);
       for (const hook of hooks) await hook(trx, identityId);
@@ -64,10 +95,11 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         generation: identity?.tokenGeneration ?? null,
         expiresAt: expiry(),
       });
+      published(options, { kind: 'identity', identityId });
     },
 
     /** A deleted identity: its row is gone, so only the event remains (generation: refuse all). */
-    async recordIdentityDeleted(trx: Db, identityId: string): Promise<void> {
+    async recordIdentityDeleted(trx: Db, identityId: string, options: RevokeOptions = {}): Promise<void> {
       for (const hook of hooks) await hook(trx, identityId);
       await revocationsRepository.insert(trx, {
         kind: 'identity',
@@ -75,6 +107,7 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         generation: null,
         expiresAt: expiry(),
       });
+      published({ cause: 'deleted', ...options }, { kind: 'identity', identityId });
     },
 
     recordIdentityChanged,
@@ -88,7 +121,7 @@ export function createRevocationService(deps: RevocationServiceDeps) {
       onCommit(afterCommit);
     },
 
-    async revokeApiSession(trx: Db, sessionId: string): Promise<void> {
+    async revokeApiSession(trx: Db, sessionId: string, options: RevokeOptions = {}): Promise<void> {
       await apiSessionsRepository.delete(trx, sessionId);
       await revocationsRepository.insert(trx, {
         kind: 'api_session',
@@ -96,6 +129,7 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         generation: null,
         expiresAt: expiry(),
       });
+      published(options, { kind: 'api-session', sessionId });
     },
 
     afterCommit,

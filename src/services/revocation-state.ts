@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import { createChangeFeed, type ChangeFeed, type ChangeFeedMode } from '../db/change-feed.js';
 import type { Database } from '../db/create-database.js';
 import { revocationsRepository, type Revocation } from '../repositories/revocations-repository.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { outsideRequestScope } from './request-scope.js';
 
 export const REVOCATION_CHANNEL = 'svc_revocations';
 
@@ -23,6 +25,7 @@ interface Entry {
 export interface RevocationStateDeps {
   database: Database;
   logger: Logger;
+  audit?: AuditTrail;
   pollMs?: number;
   /** How other processes' revocations are noticed (src/db/change-feed.ts); default `listen`. */
   changeFeed?: ChangeFeedMode;
@@ -39,6 +42,7 @@ export interface RevocationStateDeps {
 export function createRevocationState({
   database,
   logger,
+  audit = NO_AUDIT,
   pollMs = 1000,
   changeFeed = 'listen',
   now = Date.now,
@@ -48,6 +52,8 @@ export function createRevocationState({
   const gaps = new Map<number, number>();
   const identityListeners: ((identityId: string) => void)[] = [];
   let maxId = 0;
+  // What is in force at start was received by an earlier run of this process, or never concerned it.
+  let loaded = false;
   const feed: ChangeFeed = createChangeFeed({
     database,
     mode: changeFeed,
@@ -68,6 +74,14 @@ export function createRevocationState({
     }
     const expiresAt = r.expiresAt.getTime();
     if (expiresAt <= now()) return;
+    if (loaded && r.kind !== 'identity_facts') {
+      audit.record({
+        event: 'revocation.received',
+        kind: r.kind === 'api_session' ? 'api-session' : 'identity',
+        revocationId: r.id,
+        ...(r.kind === 'identity' ? { identityId: r.subject } : { sessionId: r.subject }),
+      });
+    }
     if (r.kind === 'api_session') sessions.set(r.subject, Math.max(sessions.get(r.subject) ?? 0, expiresAt));
     if (r.kind === 'identity' || r.kind === 'identity_facts') {
       for (const listener of identityListeners) listener(r.subject);
@@ -111,6 +125,7 @@ export function createRevocationState({
     for (let id = Math.max(1, top - START_WATCH + 1); id <= top; id++)
       if (!present.has(id)) gaps.set(id, now());
     maxId = Math.max(maxId, top);
+    loaded = true;
   }
 
   /** Single-flight catch-up read. */
@@ -125,7 +140,8 @@ export function createRevocationState({
         });
       return again;
     }
-    refreshing = readNow().finally(() => (refreshing = undefined));
+    // Shared by every caller and the feed's own timer: what it reads belongs to no one request.
+    refreshing = outsideRequestScope(readNow).finally(() => (refreshing = undefined));
     return refreshing;
   }
 

@@ -3,11 +3,13 @@ import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import { newId, newToken, sha256Hex } from '../crypto/random.js';
 import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 
 export interface SessionServiceDeps {
   db: Db;
   /** edge.api.sessionTimeout in seconds. */
   sessionTimeout: number;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -26,7 +28,12 @@ export interface NewSessionFacts {
  * a busy session costs one write a minute instead of one per request, and an idle session ends
  * between that slack and `sessionTimeout` after its last use (docs/operations.md).
  */
-export function createSessionService({ db, sessionTimeout, now = () => new Date() }: SessionServiceDeps) {
+export function createSessionService({
+  db,
+  sessionTimeout,
+  audit = NO_AUDIT,
+  now = () => new Date(),
+}: SessionServiceDeps) {
   const timeoutMs = sessionTimeout * 1000;
   // Writes are skipped while the stored expiry is this close to the one a write would set.
   const writeSlackMs = Math.min(60_000, timeoutMs / 10);
@@ -71,7 +78,10 @@ export function createSessionService({ db, sessionTimeout, now = () => new Date(
     },
 
     async end(sessionId: string): Promise<boolean> {
-      return (await apiSessionsRepository.delete(db, sessionId)) !== undefined;
+      const ended = await apiSessionsRepository.delete(db, sessionId);
+      if (ended)
+        audit.record({ event: 'session.ended', sessionId, kind: 'legacy', identityId: ended.identityId });
+      return ended !== undefined;
     },
 
     async completeMfa(sessionId: string, amr: string[]): Promise<ApiSession | undefined> {

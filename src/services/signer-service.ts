@@ -11,9 +11,11 @@ import {
   type ExternalJwtSignerInput,
 } from '../repositories/external-jwt-signers-repository.js';
 import type { SignerPatch } from '../schemas/signer-schemas.js';
+import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 
 export interface SignerServiceDeps {
   knex: Knex;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -94,12 +96,14 @@ const inUse = () =>
   new AppError('CONFLICT', { message: 'the external JWT signer is named by at least one auth policy' });
 
 /** External JWT signers CRUD. */
-export function createSignerService({ knex, now = () => new Date() }: SignerServiceDeps) {
+export function createSignerService({ knex, audit = NO_AUDIT, now = () => new Date() }: SignerServiceDeps) {
   async function update(id: string, build: (current: ExternalJwtSigner) => ExternalJwtSignerInput) {
-    await inTransaction(knex, async (trx) => {
+    await inTransaction(knex, async (trx, afterCommit) => {
       const current = await externalJwtSignersRepository.findForUpdate(trx, id);
       if (!current) throw notFound();
-      await externalJwtSignersRepository.update(trx, id, checkKeySource(build(current), now()));
+      const next = checkKeySource(build(current), now());
+      await externalJwtSignersRepository.update(trx, id, next);
+      audit.recordAfterCommit(afterCommit, { event: 'signer.updated', signerId: id, enabled: next.enabled });
     });
   }
 
@@ -117,7 +121,14 @@ export function createSignerService({ knex, now = () => new Date() }: SignerServ
     async create(patch: SignerPatch): Promise<string> {
       const id = newId();
       const signer = checkKeySource(merge(SIGNER_DEFAULTS, patch), now());
-      await inTransaction(knex, (trx) => externalJwtSignersRepository.insert(trx, id, signer));
+      await inTransaction(knex, async (trx, afterCommit) => {
+        await externalJwtSignersRepository.insert(trx, id, signer);
+        audit.recordAfterCommit(afterCommit, {
+          event: 'signer.created',
+          signerId: id,
+          issuer: signer.issuer,
+        });
+      });
       return id;
     },
 
@@ -129,10 +140,11 @@ export function createSignerService({ knex, now = () => new Date() }: SignerServ
     async remove(id: string): Promise<void> {
       await inTransaction(
         knex,
-        async (trx) => {
+        async (trx, afterCommit) => {
           if (!(await externalJwtSignersRepository.findById(trx, id))) throw notFound();
           if (await authPoliciesRepository.usesSigner(trx, id)) throw inUse();
           await externalJwtSignersRepository.delete(trx, id);
+          audit.recordAfterCommit(afterCommit, { event: 'signer.deleted', signerId: id });
         },
         { removes: true },
       );

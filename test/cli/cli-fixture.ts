@@ -18,7 +18,10 @@ export interface CliFixture {
   /** `<data dir>/pki/ca.pem`, as an operator would pass it to `svc login --ca`. */
   caFile: string;
   admin: { 'svc-session': string };
-  svc(args: string[], o?: { input?: string; home?: string }): Promise<SvcResult>;
+  svc(
+    args: string[],
+    o?: { input?: string; home?: string; env?: Record<string, string> },
+  ): Promise<SvcResult>;
   api: { get(path: string): Promise<TestResponse>; post(path: string, body: unknown): Promise<TestResponse> };
   /** The identity detail of the one identity with that name. */
   detailByName(name: string): Promise<any>;
@@ -31,7 +34,8 @@ export async function startCliFixture(): Promise<CliFixture> {
   const home = mkdtempSync(join(tmpdir(), 'svc-cli-home-'));
   const caFile = join(server.dataDir, 'pki', 'ca.pem');
   const admin = { 'svc-session': await server.adminToken() };
-  const svc: CliFixture['svc'] = (args, o = {}) => runSvc(args, { home: o.home ?? home, input: o.input });
+  const svc: CliFixture['svc'] = (args, o = {}) =>
+    runSvc(args, { home: o.home ?? home, input: o.input, env: o.env });
   const api = {
     get: (path: string) => server.client.get(`${MGMT}${path}`, { headers: admin }),
     post: (path: string, body: unknown) => server.client.post(`${MGMT}${path}`, { headers: admin, body }),

@@ -57,7 +57,13 @@ export function runSvcInTerminal(
   return new Promise((resolve, reject) => {
     const child = spawn('script', ['-qec', command, '/dev/null'], {
       cwd: o.cwd ?? o.home,
-      env: { PATH: process.env.PATH ?? '', HOME: o.home, XDG_CONFIG_HOME: `${o.home}/config`, TERM: 'dumb' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: o.home,
+        XDG_CONFIG_HOME: `${o.home}/config`,
+        TERM: 'dumb',
+        ...o.env,
+      },
     });
     let screen = '';
     let next = 0;

@@ -55,26 +55,30 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
     /**
      * A failed or refused attempt stays counted. An identity already locked or disabled gains no
      * new run. Any attempt that reaches `maxAttempts` may lock, but one atomic statement lets only
-     * the first of them do it, so parallel failures lock once.
+     * the first of them do it, so parallel failures lock once. True when this attempt locked it.
      */
     async fail(
       identity: Identity,
       policy: AuthPolicy,
       attempt: LoginAttempt,
       locked: boolean,
-    ): Promise<void> {
+    ): Promise<boolean> {
       if (locked) {
         await loginFailuresRepository.releaseConsecutive(knex, identity.id);
-        return;
+        return false;
       }
       const { maxAttempts, lockoutDurationMinutes } = policy.primary.updb;
-      if (maxAttempts <= 0 || attempt.consecutive < maxAttempts) return;
+      if (maxAttempts <= 0 || attempt.consecutive < maxAttempts) return false;
       const disabledUntil =
         lockoutDurationMinutes > 0 ? new Date(now().getTime() + lockoutDurationMinutes * 60_000) : null;
-      await inTransaction(knex, async (trx, afterCommit) => {
-        if (!(await loginFailuresRepository.endRunIfAtLeast(trx, identity.id, maxAttempts))) return;
-        await revocations.revokeIdentity(trx, identity.id, { disabled: true, disabledUntil });
-        afterCommit(revocations.afterCommit);
+      return inTransaction(knex, async (trx, afterCommit) => {
+        if (!(await loginFailuresRepository.endRunIfAtLeast(trx, identity.id, maxAttempts))) return false;
+        await revocations.revokeIdentity(trx, identity.id, {
+          changes: { disabled: true, disabledUntil },
+          afterCommit,
+          cause: 'lockout',
+        });
+        return true;
       });
     },
   };

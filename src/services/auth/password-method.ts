@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { AppError } from '../../errors/app-error.js';
 import { verifyPassword } from '../../crypto/passwords.js';
 import { authenticatorsRepository } from '../../repositories/authenticators-repository.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
@@ -7,7 +6,7 @@ import { authPoliciesRepository, DEFAULT_POLICY_ID } from '../../repositories/au
 import { loginFailuresRepository } from '../../repositories/login-failures-repository.js';
 import { isDisabled } from './identity-status.js';
 import type { LoginLockout } from './login-lockout.js';
-import type { PrimaryAuthResult } from './primary-result.js';
+import { loginRefused, type PrimaryAuthResult } from './primary-result.js';
 
 export interface PasswordMethodDeps {
   knex: Knex;
@@ -22,8 +21,6 @@ export interface PasswordAttempt {
   /** The address of the connection it came from (never a proxy header): the hourly ceiling's key. */
   clientAddress: string;
 }
-
-const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail });
 
 // No identity has this id: generated ids are 16 alphanumerics.
 const SHADOW_IDENTITY_ID = '-';
@@ -60,7 +57,11 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
     const found = authenticator && (await target(authenticator.identityId));
     if (!authenticator || !found || !found.policy.primary.updb.allowed) {
       await shadowAttempt(password);
-      throw invalidAuth(authenticator ? 'policy does not allow UPDB' : 'unknown username');
+      throw loginRefused(
+        authenticator
+          ? { reason: 'policy-does-not-allow-updb', identityId: authenticator.identityId }
+          : { reason: 'unknown-username' },
+      );
     }
     const { identity, policy } = found;
     // Counted before the check: parallel guesses cannot outrun the limits.
@@ -73,10 +74,12 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
       await lockout.succeed(attempt);
       return { identity: current, policy, amr: ['pwd'], isCertExtendable: false };
     }
-    await lockout.fail(identity, policy, attempt, locked);
-    throw invalidAuth(
-      locked ? 'identity disabled or locked' : attempt.refused ? 'attempt limit' : 'wrong password',
-    );
+    const lockedNow = await lockout.fail(identity, policy, attempt, locked);
+    throw loginRefused({
+      reason: locked ? 'identity-disabled-or-locked' : attempt.refused ? 'attempt-limit' : 'wrong-password',
+      identityId: identity.id,
+      ...(lockedNow && { lockout: true }),
+    });
   };
 }
 

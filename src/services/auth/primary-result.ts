@@ -1,3 +1,5 @@
+import { AppError } from '../../errors/app-error.js';
+import { reasonCode } from '../audit-trail.js';
 import type { Identity } from '../../repositories/identities-repository.js';
 import type { AuthPolicy } from '../../repositories/auth-policies-repository.js';
 
@@ -11,4 +13,25 @@ export interface PrimaryAuthResult {
   isCertExtendable: boolean;
   /** The external JWT signer whose token authenticated (ext-jwt only). */
   signerId?: string;
+}
+
+/** Why a primary login was refused: logged and audited, never shown to the client. */
+export interface LoginRefusal {
+  /** A stable code, e.g. `wrong-password`, `certificate-not-enrolled`. */
+  reason: string;
+  identityId?: string;
+  /** This refusal locked the identity (its policy's `maxAttempts` reached). */
+  lockout?: boolean;
+}
+
+/** The one 401 of every refused primary login, whatever the reason. */
+export function loginRefused(refusal: LoginRefusal): AppError {
+  return new AppError('INVALID_AUTH', { detail: refusal });
+}
+
+/** The refusal an INVALID_AUTH error carries; a plain-text detail becomes its kebab-case code. */
+export function refusalOf(err: AppError): LoginRefusal {
+  const { detail } = err;
+  if (typeof detail === 'object' && detail !== null && 'reason' in detail) return detail as LoginRefusal;
+  return { reason: reasonCode(detail, err.code) };
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { inTransaction } from '../../db/transaction.js';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { SecretBox } from '../../crypto/secret-box.js';
+import { NO_AUDIT, type AuditTrail } from '../audit-trail.js';
 import { signingKeysRepository, type SigningKey } from '../../repositories/signing-keys-repository.js';
 
 export type KeyState = 'published' | 'signing' | 'retiring';
@@ -34,6 +35,7 @@ export interface KeyServiceDeps {
   rotationGraceSeconds: number;
   /** The longest lifetime of a token signed by a key (access and ID tokens), in seconds. */
   maxTokenLifetimeSeconds: number;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -106,11 +108,17 @@ export function createKeyService(deps: KeyServiceDeps) {
       const material = await generate();
       const at = now();
       const key = { ...material, signsFrom: new Date(at.getTime() + deps.rotationGraceSeconds * 1000) };
-      await inTransaction(deps.knex, async (trx) => {
+      await inTransaction(deps.knex, async (trx, afterCommit) => {
         await signingKeysRepository.lock(trx);
         await signingKeysRepository.retireUnretired(trx, key.signsFrom);
         await signingKeysRepository.insert(trx, key);
         await signingKeysRepository.deleteRetiredBefore(trx, new Date(at.getTime() - lifetimeMs));
+        (deps.audit ?? NO_AUDIT).recordAfterCommit(afterCommit, {
+          event: 'key.rotated',
+          kid: key.kid,
+          alg: key.alg,
+          signsFrom: key.signsFrom.toISOString(),
+        });
       });
       return view({ ...key, createdAt: at }, stateOf({ ...key, createdAt: at }, now()) as KeyState);
     },

@@ -2,10 +2,11 @@ import type { Knex } from 'knex';
 import { constantTimeEqual, sha256Hex } from '../../crypto/random.js';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import { inTransaction } from '../../db/transaction.js';
-import { AppError } from '../../errors/app-error.js';
+import { AppError, isAppError } from '../../errors/app-error.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
 import { mfaRecoveryCodesRepository } from '../../repositories/mfa-recovery-codes-repository.js';
 import { mfaTotpRepository, type TotpConfig } from '../../repositories/mfa-totp-repository.js';
+import { NO_AUDIT, reasonCode, type AuditTrail } from '../audit-trail.js';
 import type { IdentityChangeFeed } from '../revocation-service.js';
 import { provisioningUrl } from './provisioning-url.js';
 import { createRecoveryCodeHasher, newRecoveryCodes, normalizeRecoveryCode } from './recovery-codes.js';
@@ -19,6 +20,7 @@ export interface TotpServiceDeps {
   issuer: string;
   /** Publishes a verified configuration coming or going (the identity detail shows it). */
   changes?: IdentityChangeFeed;
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -55,7 +57,14 @@ const withoutSpaces = (code: string) => code.replace(/\s/g, '');
  * recovery codes. RFC 6238 SHA-1/6 digits/30 s/±1 step; each time step accepted once per
  * identity; the secret sealed with the master key; at most 5 failed codes per 15 minutes.
  */
-export function createTotpService({ knex, box, issuer, changes, now = () => new Date() }: TotpServiceDeps) {
+export function createTotpService({
+  knex,
+  box,
+  issuer,
+  changes,
+  audit = NO_AUDIT,
+  now = () => new Date(),
+}: TotpServiceDeps) {
   const hashCode = createRecoveryCodeHasher(knex, box);
   const limited = createTotpAttempts({ knex, now });
   const invalid = (code: InvalidCodeError, detail: string) => new AppError(code, { detail });
@@ -81,10 +90,55 @@ export function createTotpService({ knex, box, issuer, changes, now = () => new 
     return used ? ('recovery' as const) : undefined;
   }
 
-  async function verifyLoginCode(
+  /** One `auth.second-factor` event per code checked: success, failure, or refused by the limit. */
+  async function audited<T>(
+    identityId: string,
+    extra: object,
+    check: () => Promise<T>,
+    method: (r: T) => string,
+  ) {
+    try {
+      const result = await check();
+      audit.record({
+        event: 'auth.second-factor',
+        method: method(result),
+        outcome: 'success',
+        identityId,
+        ...extra,
+      });
+      return result;
+    } catch (err) {
+      if (isAppError(err) && err.code !== 'NOT_FOUND') {
+        audit.record({
+          event: 'auth.second-factor',
+          method: 'totp',
+          outcome: err.code === 'RATE_LIMITED' ? 'lockout' : 'failure',
+          reason: reasonCode(err.detail, err.code),
+          identityId,
+          ...extra,
+        });
+      }
+      throw err;
+    }
+  }
+
+  function verifyLoginCode(
     identityId: string,
     code: string,
-    { allowRecovery = true, invalidCode = 'MFA_INVALID_TOKEN' }: LoginCodeOptions = {},
+    options: LoginCodeOptions = {},
+  ): Promise<CodeKind> {
+    return audited(
+      identityId,
+      {},
+      () => checkLoginCode(identityId, code, options),
+      (kind) => (kind === 'recovery' ? 'recovery-code' : 'totp'),
+    );
+  }
+
+  async function checkLoginCode(
+    identityId: string,
+    code: string,
+    { allowRecovery = true, invalidCode = 'MFA_INVALID_TOKEN' }: LoginCodeOptions,
   ): Promise<CodeKind> {
     // An unverified enrollment's secret never satisfies a login: it may never have reached an app.
     const config = await mfaTotpRepository.find(knex, identityId);
@@ -135,7 +189,16 @@ export function createTotpService({ knex, box, issuer, changes, now = () => new 
    * failure limit applies here too: an enrollment may have been started by
    * someone else than the one guessing against it, and a verified one completes a login.
    */
-  async function verifyEnrollment(identityId: string, code: string, marker?: string): Promise<void> {
+  function verifyEnrollment(identityId: string, code: string, marker?: string): Promise<void> {
+    return audited(
+      identityId,
+      { enrollment: true },
+      () => checkEnrollment(identityId, code, marker),
+      () => 'totp',
+    );
+  }
+
+  async function checkEnrollment(identityId: string, code: string, marker?: string): Promise<void> {
     const config = await enrollmentInProgress(identityId, marker);
     if (!config) throw notFound('no TOTP enrollment is in progress');
     const step = await limited(identityId, () =>
@@ -173,6 +236,7 @@ export function createTotpService({ knex, box, issuer, changes, now = () => new 
       await mfaTotpRepository.delete(trx, identityId);
       await mfaRecoveryCodesRepository.deleteAll(trx, identityId);
       await changes?.identityChanged(trx, afterCommit, identityId);
+      audit.recordAfterCommit(afterCommit, { event: 'mfa.removed', identityId });
     });
   }
 

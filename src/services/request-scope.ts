@@ -1,0 +1,31 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/**
+ * What the services may know of the request they run for, without knowing HTTP: its id, the
+ * address of the client, and who is calling once authentication has said so. Set by the
+ * request-context middleware for the whole request (docs/architecture.md, "Audit trail").
+ */
+export interface RequestScope {
+  readonly requestId: string;
+  /** Read when an event is recorded, so that whatever sets the client address later still counts. */
+  readonly sourceAddress: () => string | undefined;
+  /** The authenticated caller, set by the authentication middleware. */
+  actorId?: string;
+}
+
+// The one process-wide store: a context that follows the request through every await, which is
+// exactly what AsyncLocalStorage is; it holds nothing between requests.
+const storage = new AsyncLocalStorage<RequestScope>();
+
+export function runInRequestScope<T>(scope: RequestScope, work: () => T): T {
+  return storage.run(scope, work);
+}
+
+export function currentRequestScope(): RequestScope | undefined {
+  return storage.getStore();
+}
+
+/** Runs work that belongs to no request (e.g. a read shared by whoever asks first). */
+export function outsideRequestScope<T>(work: () => T): T {
+  return storage.exit(work);
+}

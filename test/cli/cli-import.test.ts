@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { oneLine, startCliFixture, type CliFixture } from './cli-fixture.js';
+import { runSvcInTerminal } from './run-svc.js';
+
+describe('svc edge import identities, tables, completion', () => {
+  let fixture: CliFixture;
+  let svc: CliFixture['svc'];
+  let home: string;
+  beforeAll(async () => {
+    fixture = await startCliFixture();
+    ({ svc, home } = fixture);
+  }, 180_000);
+  afterAll(() => fixture.close());
+
+  const writeHome = (name: string, content: string) => {
+    const path = join(home, name);
+    writeFileSync(path, content);
+    return path;
+  };
+
+  test('a CSV import creates the good rows and reports each failed row by number, name and code', async () => {
+    expect((await fixture.api.post('/identities', { name: 'imp-taken', isAdmin: false })).status).toBe(201);
+    const file = writeHome(
+      'people.csv',
+      [
+        'name,type,isAdmin,updb,roleAttributes,enrollment',
+        'imp-alice,user,false,imp-alice,"ops,lab",',
+        'imp-taken,device,,,,',
+        // A quoted field over two lines: the rows after it keep their line numbers.
+        'imp-multi,service,,,"blue;',
+        'green",none',
+        'imp-bad-type,robot,,,,',
+        'imp-admin,user,yes,,,',
+        '',
+      ].join('\r\n'),
+    );
+
+    const res = await svc(['edge', 'import', 'identities', file]);
+
+    expect(res.code).toBe(1);
+    expect(res.stderr).toBe('svc: 2 of 5 rows failed\n');
+    expect(res.stdout).toContain(`Imported 3 of 5 identities from ${file}`);
+    const lines = res.stdout.split('\n');
+    expect(lines.find((l) => l.startsWith('3 '))).toMatch(/^3\s+imp-taken\s+CONFLICT\s+.*name/);
+    expect(lines.find((l) => l.startsWith('6 '))).toMatch(
+      /^6\s+imp-bad-type\s+INVALID_ROW\s+unknown type "robot"/,
+    );
+    // Piped stderr: no progress bar.
+    expect(res.stderr).not.toContain('\r');
+
+    const alice = await fixture.detailByName('imp-alice');
+    expect(alice).toMatchObject({ type: 'User', isAdmin: false, roleAttributes: ['lab', 'ops'] });
+    expect(Object.keys(alice.enrollment)).toEqual(['updb']);
+    const multi = await fixture.detailByName('imp-multi');
+    expect(multi).toMatchObject({ type: 'Service', roleAttributes: ['blue', 'green'] });
+    expect(multi.enrollment ?? {}).toEqual({});
+    const admin = await fixture.detailByName('imp-admin');
+    expect(admin).toMatchObject({ isAdmin: true });
+    expect(Object.keys(admin.enrollment)).toEqual(['ott']);
+  });
+
+  test('a JSON import in batches with --json lists every created id; exit 0 when no row failed', async () => {
+    const rows = Array.from({ length: 23 }, (_, i) => ({
+      name: `imp-json-${i}`,
+      type: 'device',
+      roleAttributes: ['bulk'],
+    }));
+    const file = writeHome('devices.json', JSON.stringify(rows));
+
+    const res = await svc(['edge', 'import', 'identities', file, '--batch-size', '7', '--json']);
+
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    const report = JSON.parse(res.stdout);
+    expect(report.total).toBe(23);
+    expect(report.failed).toEqual([]);
+    expect(report.created.map((c: any) => [c.row, c.name])).toEqual(rows.map((r, i) => [i + 1, r.name]));
+    const listed = await fixture.api.get(
+      `/identities?limit=100&filter=${encodeURIComponent('name contains "imp-json-"')}`,
+    );
+    expect(listed.body.data.map((i: any) => i.id).sort()).toEqual(
+      report.created.map((c: any) => c.id).sort(),
+    );
+  });
+
+  test('a file with an unknown column is refused before any request (usage error)', async () => {
+    const file = writeHome('typo.csv', 'name,isadmin\nimp-typo,true\n');
+    const res = await svc(['edge', 'import', 'identities', file]);
+    expect(res.code).toBe(2);
+    expect(oneLine(res.stderr)).toBe(true);
+    expect(res.stderr).toContain('unknown column isadmin');
+    const listed = await fixture.api.get(`/identities?filter=${encodeURIComponent('name = "imp-typo"')}`);
+    expect(listed.body.data).toEqual([]);
+  });
+
+  test('on a terminal, the import draws a progress bar on stderr', async () => {
+    const file = writeHome(
+      'tty.json',
+      JSON.stringify(Array.from({ length: 12 }, (_, i) => ({ name: `imp-tty-${i}` }))),
+    );
+    const { code, screen } = await runSvcInTerminal(['edge', 'import', 'identities', file], { home }, []);
+    expect(code).toBe(0);
+    expect(screen).toContain('importing identities [');
+    expect(screen).toContain('12/12');
+    expect(screen).toContain('Imported 12 of 12 identities');
+  });
+
+  test('the identity table and the help fit the terminal width; piped output keeps whole values', async () => {
+    const long = `imp-${'very-long-name-'.repeat(6)}end`;
+    expect((await fixture.api.post('/identities', { name: long, isAdmin: false })).status).toBe(201);
+    const filter = 'name contains "very-long-name"';
+
+    const narrow = await svc(['edge', 'list', 'identities', filter], { env: { COLUMNS: '60' } });
+    expect(narrow.code).toBe(0);
+    const tableLines = narrow.stdout.trimEnd().split('\n');
+    for (const line of tableLines) expect([...line].length).toBeLessThanOrEqual(60);
+    expect(tableLines[1]).toContain('…');
+    expect(tableLines[1]).toMatch(/\bDefault\s+false$/);
+
+    const piped = await svc(['edge', 'list', 'identities', filter]);
+    expect(piped.stdout).toContain(long);
+
+    // The help wraps its explanations the same way.
+    const help = await svc(['--help'], { env: { COLUMNS: '80' } });
+    expect(help.code).toBe(0);
+    for (const line of help.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+    expect(help.stdout).toContain('svc edge import identities <file.csv|file.json>');
+  });
+
+  test('svc completion bash completes commands, flags and argument choices', async () => {
+    const res = await svc(['completion', 'bash']);
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    const script = writeHome('svc.bash', res.stdout);
+    const complete = (...words: string[]) => {
+      const quoted = words.map((w) => `'${w}'`).join(' ');
+      const run = spawnSync(
+        'bash',
+        [
+          '-c',
+          `source '${script}'; COMP_WORDS=(${quoted}); COMP_CWORD=${words.length - 1}; _svc; echo "\${COMPREPLY[*]}"`,
+        ],
+        { encoding: 'utf8' },
+      );
+      expect(run.stderr).toBe('');
+      return run.stdout.trim();
+    };
+    expect(complete('svc', '')).toBe('login edge enroll keys controller completion');
+    expect(complete('svc', 'edge', 'im')).toBe('import');
+    expect(complete('svc', 'edge', 'import', 'identities', '--b')).toBe('--batch-size');
+    expect(complete('svc', 'edge', 'create', 'identity', '--ad')).toBe('--admin');
+    expect(complete('svc', 'edge', 'create', 'identity', 'd')).toBe('device');
+    expect(complete('svc', 'edge', 'create', 'identity', 'device', '')).toBe('');
+    expect(complete('svc', 'completion', '')).toBe('bash zsh');
+
+    const zsh = await svc(['completion', 'zsh']);
+    expect(zsh.code).toBe(0);
+    expect(zsh.stdout).toMatch(/^#compdef svc\n/);
+    expect(zsh.stdout).toContain('compdef _svc svc');
+    const fish = await svc(['completion', 'fish']);
+    expect(fish.code).toBe(2);
+    expect(fish.stderr).toBe('svc: unknown shell "fish": use bash or zsh\n');
+  });
+});
