@@ -46,6 +46,7 @@ const SCALAR_PATHS = [
   'edge.enrollment.duration',
   'edge.totp.issuer',
   'rateLimits.enabled',
+  'rateLimits.store',
   'rateLimits.perSecond',
   'rateLimits.burst',
   'rateLimits.authorizationPerSecond',

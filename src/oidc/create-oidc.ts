@@ -14,7 +14,7 @@ import type { IdentityContextCache } from '../services/identity-context.js';
 import type { AdapterConstructor } from 'oidc-provider';
 import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
-import { createProvider, type OidcDurations } from './create-provider.js';
+import { createProvider, type GrantObserver, type OidcDurations } from './create-provider.js';
 import { createEndSession } from './end-session.js';
 import { createGrantPrefetch } from './grant-prefetch.js';
 import { createIssuerRegistry, providerCallback, type IssuerSpec } from './issuer-registry.js';
@@ -46,6 +46,8 @@ export interface OidcDeps {
   /** The second factors and the TOTP service the login's steps check. */
   factors: LoginFlowDeps['factors'];
   totp: LoginFlowDeps['totp'];
+  /** Told each token endpoint outcome (metrics). */
+  onGrant?: GrantObserver;
 }
 
 /** Every `edge-oidc` bind-point address with its URI patterns. */
@@ -66,6 +68,7 @@ interface RegistryDeps {
   cookieKeys: string[];
   durations: OidcDurations;
   accounts: AccountPolicy;
+  onGrant?: GrantObserver;
 }
 
 /** One Provider per issuer, rebuilt from a key set; the URI matchers per listener. */
@@ -77,6 +80,7 @@ function buildRegistry({
   cookieKeys,
   durations,
   accounts,
+  onGrant,
 }: RegistryDeps) {
   return createIssuerRegistry(issuerSpecs(config, listeners), (spec, issuer, keySet) => {
     const corsOriginAllowed = corsOriginMatcher(spec.redirectUris, config.corsOrigins);
@@ -93,6 +97,7 @@ function buildRegistry({
       corsOriginAllowed,
       accounts,
       logger,
+      onGrant,
     });
     return {
       address: spec.address,
@@ -148,6 +153,7 @@ export async function createOidc(deps: OidcDeps) {
     cookieKeys,
     durations,
     accounts,
+    onGrant: deps.onGrant,
   });
 
   const verifier = createTokenVerifier({

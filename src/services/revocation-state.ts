@@ -150,6 +150,9 @@ export function createRevocationState({
       identityListeners.push(listener);
     },
 
+    /** Whether the LISTEN connection is up (a metrics gauge). */
+    isListening: () => listener !== undefined,
+
     /** The backend pid of the LISTEN connection (tests cut it to prove nothing is lost). */
     listenerPid: () => (listener as unknown as { processID?: number } | undefined)?.processID,
 
