@@ -52,6 +52,26 @@ describe('rate limits, CORS and metrics', () => {
       headers: { origin: 'https://evil.example' },
     });
     expect(foreign.header('access-control-allow-origin')).toBeUndefined();
+
+    const page = await server.client.request('OPTIONS', '/oidc/login/username', {
+      headers: { origin: 'http://localhost:4200', 'access-control-request-method': 'POST' },
+    });
+    expect(page.header('access-control-allow-origin')).toBeUndefined();
+  });
+
+  test('every answer is no-store, unframeable, unsniffable and HTTPS only', async () => {
+    for (const res of [
+      await server.client.get('/health/live'),
+      await server.client.get('/edge/client/v1/current-identity'),
+      await server.client.get('/no/such/path'),
+    ]) {
+      expect(res.header('cache-control')).toBe('no-store');
+      expect(res.header('strict-transport-security')).toBe('max-age=31536000');
+      expect(res.header('x-content-type-options')).toBe('nosniff');
+      expect(res.header('x-frame-options')).toBe('DENY');
+      expect(res.header('referrer-policy')).toBe('no-referrer');
+      expect(res.header('x-powered-by')).toBeUndefined();
+    }
   });
 
   test('metrics count requests without putting ids in labels', async () => {
