@@ -67,15 +67,7 @@ export interface EdgeRouters {
  * The domain services: everything below the HTTP layer, built whether or not the edge APIs are
  * served. Nothing here knows about routes, middleware or the OIDC provider.
  */
-async function createDomainServices({
-  config,
-  listeners,
-  database,
-  box,
-  pki,
-  logger,
-  metrics,
-}: ComposeDeps) {
+async function createDomainServices({ config, listeners, database, box, pki, logger, metrics }: ComposeDeps) {
   const { knex } = database;
   const audit = createAuditTrail(logger);
   audit.subscribe(metrics.countAuditEvent);

@@ -120,7 +120,10 @@ export function createMetricsRegistry() {
     contentType: registry.contentType,
 
     /** One answered request; labels already bounded by the caller (route templates, methods). */
-    observeHttp(labels: { listener: string; method: string; route: string; status: number }, seconds: number) {
+    observeHttp(
+      labels: { listener: string; method: string; route: string; status: number },
+      seconds: number,
+    ) {
       const l = { ...labels, status: String(labels.status) };
       httpRequests.inc(l);
       httpDuration.observe(l, seconds);

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as oc from 'openid-client';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
-import { testWithPostgres } from '../helpers/test-database.js';
+import { testWithPostgres, usingPostgres } from '../helpers/test-database.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { discoverClient, issuerOf } from '../oidc/oidc-fixtures.js';
 
@@ -32,7 +33,11 @@ describe('/metrics after a real relying party logs in and refreshes', () => {
       const start = await server.client.get(url.pathname + url.search);
       const loginPage = new URL(start.header('location')!, server.url);
       const wrong = await server.client.post(loginPage.pathname, {
-        body: { authRequestId: loginPage.searchParams.get('authRequestID'), username: ADMIN_USERNAME, password: 'nope' },
+        body: {
+          authRequestId: loginPage.searchParams.get('authRequestID'),
+          username: ADMIN_USERNAME,
+          password: 'nope',
+        },
       });
       expect(wrong.status).toBe(401);
       const login = await server.client.post(loginPage.pathname, {
@@ -65,7 +70,10 @@ describe('/metrics after a real relying party logs in and refreshes', () => {
 
   test('the HTTP series name the token endpoint and the login step by template', () => {
     expect(
-      sample(text, 'svc_http_requests_total{listener="default",method="POST",route="/oidc/token",status="200"}'),
+      sample(
+        text,
+        'svc_http_requests_total{listener="default",method="POST",route="/oidc/token",status="200"}',
+      ),
     ).toBe(2);
     expect(
       sample(
@@ -100,6 +108,20 @@ describe('/metrics after a real relying party logs in and refreshes', () => {
       'nodejs_heap_size_used_bytes',
     ])
       expect(text).toContain(`# TYPE ${name} `);
+  });
+
+  test('every series the shipped Grafana dashboard queries is exposed', () => {
+    const dashboard = JSON.parse(readFileSync('docs/grafana-dashboard.json', 'utf8')) as {
+      panels: { targets?: { expr: string }[] }[];
+    };
+    const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr);
+    const names = new Set(exprs.flatMap((e) => e.match(/\b(?:svc|process|nodejs)_[a-z0-9_]+/g) ?? []));
+    const declared = (name: string) =>
+      [name, name.replace(/_(bucket|sum|count)$/, '')].some((n) => text.includes(`# TYPE ${n} `));
+    // The embedded database has no LISTEN connection, hence no gauge for it.
+    const expected = [...names].filter((n) => usingPostgres || n !== 'svc_revocation_listener_connected');
+    expect(expected.length).toBeGreaterThan(10);
+    expect(expected.filter((n) => !declared(n))).toEqual([]);
   });
 
   testWithPostgres(
