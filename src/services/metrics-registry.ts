@@ -5,8 +5,8 @@ import type { AuditEvent } from './audit-trail.js';
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 // Argon2id with the OWASP minimum takes tens of milliseconds; a queue behind the thread pool, more.
 const PASSWORD_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
-// Far more than a pool's worth of queries in flight: beyond it the start times of failed queries,
-// which never get an answer, are dropped.
+// Far more than a pool's worth of queries in flight: a start time whose query never reports back
+// is dropped with the rest beyond it, so the map stays bounded.
 const MAX_QUERIES_IN_FLIGHT = 10_000;
 const QUERY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
@@ -149,9 +149,7 @@ export function createMetricsRegistry() {
      * requests waiting for one, read when scraped.
      */
     watchDatabase(knex: Knex): void {
-      // Only answered queries are timed: a `query-error` listener changes how knex-pglite handles
-      // the migrations' expected errors and stalls its single connection. The start times of
-      // failed queries are dropped in bulk instead.
+      // Failed queries are dropped, not timed: the histogram is the time of answered queries.
       const started = new Map<string, bigint>();
       type QueryEvent = { __knexQueryUid?: string };
       knex.on('query', (query: QueryEvent) => {
@@ -165,6 +163,9 @@ export function createMetricsRegistry() {
         if (t0 === undefined) return;
         started.delete(uid!);
         queryDuration.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+      });
+      knex.on('query-error', (_err: unknown, query: QueryEvent) => {
+        if (query?.__knexQueryUid) started.delete(query.__knexQueryUid);
       });
 
       const pool = () => (knex.client as { pool?: PoolLike }).pool;
