@@ -52,7 +52,7 @@ export interface ComposeDeps {
   box: SecretBox;
   pki: PkiMaterial;
   logger: Logger;
-  /** The process's Prometheus registry: audit events, grants, password hashing and the feed feed it. */
+  /** The Prometheus registry that audit events, grants, password checks and the feed report to. */
   metrics: MetricsRegistry;
 }
 
