@@ -59,6 +59,12 @@ export function createMetricsRegistry() {
     buckets: HTTP_BUCKETS,
     registers,
   });
+  // The children of each label set, kept so that a request does not hash its labels twice; as
+  // bounded as the labels themselves.
+  const httpSeries = new Map<
+    string,
+    { requests: ReturnType<typeof httpRequests.labels>; duration: ReturnType<typeof httpDuration.labels> }
+  >();
   const logins = new Counter({
     name: 'svc_logins_total',
     help: 'Primary logins (edge authenticate and OIDC login), by method and outcome.',
@@ -124,9 +130,15 @@ export function createMetricsRegistry() {
       labels: { listener: string; method: string; route: string; status: number },
       seconds: number,
     ) {
-      const l = { ...labels, status: String(labels.status) };
-      httpRequests.inc(l);
-      httpDuration.observe(l, seconds);
+      const key = `${labels.listener} ${labels.method} ${labels.route} ${labels.status}`;
+      let series = httpSeries.get(key);
+      if (!series) {
+        const l = { ...labels, status: String(labels.status) };
+        series = { requests: httpRequests.labels(l), duration: httpDuration.labels(l) };
+        httpSeries.set(key, series);
+      }
+      series.requests.inc();
+      series.duration.observe(seconds);
     },
 
     /** An audit-trail listener: logins, second factors, revocations and key rotations. */
