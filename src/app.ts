@@ -26,7 +26,7 @@ import {
 import { healthRoutes } from './routes/health-routes.js';
 import { wellKnownRoutes } from './routes/well-known-routes.js';
 import { metricsRoutes } from './routes/metrics-routes.js';
-import { createMetrics } from './middleware/metrics.js';
+import { createMetricsRegistry } from './services/metrics-registry.js';
 
 export interface RunningListener {
   name: string;
@@ -68,6 +68,8 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
   const unlock = config.databaseUrl ? () => undefined : lockDataDir(config.dataDir);
   const database = databaseFor(config);
   const { knex } = database;
+  const metricsRecorder = createMetricsRegistry();
+  metricsRecorder.watchDatabase(knex);
   // Run in order: servers, services, the pool, and only then the data-directory lock.
   // PGlite's files are tightened again once it has closed them: it creates some readable by all.
   const cleanups: (() => Promise<void> | void)[] = [
@@ -116,10 +118,10 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       box,
       pki,
       logger,
+      metrics: metricsRecorder,
     });
     cleanups.unshift(() => services.stop());
     const common: Router[] = [healthRoutes(knex), wellKnownRoutes(pki)];
-    const metricsRecorder = createMetrics();
     const metrics = metricsRoutes(metricsRecorder);
     for (const { spec, servers } of listeners) {
       const app = buildKoaApp(

@@ -7,12 +7,14 @@ import type { ListenerSpec } from './config/web-listeners.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/create-database.js';
 import type { PrincipalResolver } from './middleware/authenticate.js';
-import { createRateLimiter } from './middleware/rate-limit.js';
+import type { MetricsRegistry } from './services/metrics-registry.js';
+import { createRateLimiter, type SharedLimiterFactory } from './middleware/rate-limit.js';
 import { createOidc } from './oidc/create-oidc.js';
 import { createSecondFactors } from './oidc/second-factors.js';
 import { authPoliciesRepository } from './repositories/auth-policies-repository.js';
 import { externalJwtSignersRepository } from './repositories/external-jwt-signers-repository.js';
 import { identitiesRepository } from './repositories/identities-repository.js';
+import { rateLimitsRepository } from './repositories/rate-limits-repository.js';
 import { edgeRouters } from './routes/edge-routers.js';
 import { oidcMiddleware } from './routes/oidc-routes.js';
 import type { RouteDeps } from './routes/route-deps.js';
@@ -50,6 +52,8 @@ export interface ComposeDeps {
   box: SecretBox;
   pki: PkiMaterial;
   logger: Logger;
+  /** The Prometheus registry that audit events, grants, password checks and the feed report to. */
+  metrics: MetricsRegistry;
 }
 
 /** The routers of the edge APIs, mounted per listener by `buildKoaApp`. */
@@ -63,9 +67,10 @@ export interface EdgeRouters {
  * The domain services: everything below the HTTP layer, built whether or not the edge APIs are
  * served. Nothing here knows about routes, middleware or the OIDC provider.
  */
-async function createDomainServices({ config, listeners, database, box, pki, logger }: ComposeDeps) {
+async function createDomainServices({ config, listeners, database, box, pki, logger, metrics }: ComposeDeps) {
   const { knex } = database;
   const audit = createAuditTrail(logger);
+  audit.subscribe(metrics.countAuditEvent);
   // Without an edge section nothing reaches these services, but they are built all the same.
   const edge = config.edge ?? EDGE_DEFAULTS;
   const sessionTimeout = edge.api.sessionTimeout;
@@ -79,6 +84,8 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     audit,
     changeFeed: config.database.changeFeed,
   });
+  // The embedded database serves one process: it has no feed to listen to.
+  if (database.kind === 'pg') metrics.watchRevocationListener(revocationState.isListening);
   const revocations = createRevocationService({
     retentionSeconds: () => (oidc?.accessTokenDuration ?? sessionTimeout) + 60,
     // A failed read is retried by the one-second catch-up; it must not fail the admin's request.
@@ -86,7 +93,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     audit,
   });
   const lockout = createLoginLockout({ knex, revocations });
-  const passwordMethod = createPasswordMethod({ knex, lockout });
+  const passwordMethod = createPasswordMethod({ knex, lockout, onVerify: metrics.observePasswordVerify });
   const policies = createPolicyService({ knex, revocations, audit });
   const signers = createSignerService({ knex, audit });
   const cas = createCaService({ knex, changes: revocations, audit });
@@ -189,17 +196,36 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     factors: secondFactors,
     totp: services.totp,
     audit: services.audit,
+    onGrant: deps.metrics.countGrant,
   });
   return { oidc };
 }
 
+/**
+ * The store of the per-address limits when every instance must share one count. The embedded
+ * database serves a single process, whose memory is the whole count.
+ */
+function sharedLimiterStore(
+  config: Config,
+  database: Database,
+  logger: Logger,
+): SharedLimiterFactory | undefined {
+  if (config.rateLimits.store !== 'postgres') return undefined;
+  if (database.kind !== 'pg') {
+    logger.warn('rateLimits.store is postgres but the database is the embedded one: counting in memory');
+    return undefined;
+  }
+  return (options) => rateLimitsRepository.limiter(database.knex, options);
+}
+
 /** Everything the route modules use, complete. */
 function createRouteDeps(
-  config: Config,
+  { config, database, logger }: ComposeDeps,
   services: DomainServices,
   { oidc }: Awaited<ReturnType<typeof createOidcPart>>,
 ): RouteDeps {
   const { extJwtMethod } = services;
+  const shared = sharedLimiterStore(config, database, logger);
   const principals: PrincipalResolver = {
     session: createLegacyPrincipals({ sessions: services.sessions, identities: services.identityContext }),
     bearer: oidc.verifier.bearer,
@@ -224,12 +250,15 @@ function createRouteDeps(
     cas: services.cas,
     certMethod: services.certMethod,
     extJwtMethod,
-    loginLimiter: createRateLimiter(config.rateLimits),
-    authorizationLimiter: createRateLimiter({
-      enabled: config.rateLimits.enabled,
-      perSecond: config.rateLimits.authorizationPerSecond,
-      burst: config.rateLimits.authorizationBurst,
-    }),
+    loginLimiter: createRateLimiter(config.rateLimits, { name: 'login', shared }),
+    authorizationLimiter: createRateLimiter(
+      {
+        enabled: config.rateLimits.enabled,
+        perSecond: config.rateLimits.authorizationPerSecond,
+        burst: config.rateLimits.authorizationBurst,
+      },
+      { name: 'authorization', shared },
+    ),
     oidc,
     audit: services.audit,
   };
@@ -246,7 +275,7 @@ export async function compose(deps: ComposeDeps) {
   const { knex } = deps.database;
   const services = await createDomainServices(deps);
   const oidcPart = deps.config.edge ? await createOidcPart(deps, services) : undefined;
-  const routers = oidcPart ? edgeRoutersOf(createRouteDeps(deps.config, services, oidcPart)) : undefined;
+  const routers = oidcPart ? edgeRoutersOf(createRouteDeps(deps, services, oidcPart)) : undefined;
   const stopJanitor = startJanitor(knex, deps.logger);
 
   return {

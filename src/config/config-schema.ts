@@ -320,16 +320,27 @@ export const configSchema = z.object({
   rateLimits: z
     .object({
       enabled: bool(true).meta({ description: 'false turns every rate limit off.' }),
+      store: z
+        .enum(['memory', 'postgres'])
+        .default('memory')
+        .meta({
+          description:
+            'Where the counts are kept: memory (each process counts on its own, so N instances allow ' +
+            'N times the limit) or postgres (one count shared by every instance on DATABASE_URL, at ' +
+            'one database write per limited request; the embedded database always counts in memory).',
+        }),
       perSecond: int(20, 1, 1_000_000).meta({
         description:
-          'Requests per second per client IP on login, authenticate, enroll and token endpoints ' +
-          '(per process).',
+          'Requests per second per client IP on login, authenticate, enroll and token endpoints, ' +
+          'on average over a window of burst / perSecond seconds.',
       }),
-      burst: int(200, 1, 10_000_000).meta({ description: 'Burst of that limit.' }),
+      burst: int(200, 1, 10_000_000).meta({
+        description: 'Requests of that limit one client IP may send at once (the budget of one window).',
+      }),
       authorizationPerSecond: int(10, 1, 1_000_000).meta({
         description:
           'Requests per second per client IP on GET /oidc/authorization, which stores an auth request ' +
-          'per call: a budget of its own (per process).',
+          'per call: a budget of its own.',
       }),
       authorizationBurst: int(100, 1, 10_000_000).meta({ description: 'Burst of that limit.' }),
     })

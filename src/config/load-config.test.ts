@@ -29,6 +29,7 @@ describe('configuration sources', () => {
     expect(c.edge?.enrollment.duration).toBe(180 * 60);
     expect(c.rateLimits).toEqual({
       enabled: true,
+      store: 'memory',
       perSecond: 20,
       burst: 200,
       authorizationPerSecond: 10,

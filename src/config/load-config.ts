@@ -50,6 +50,7 @@ const SCALAR_PATHS = [
   'edge.enrollment.duration',
   'edge.totp.issuer',
   'rateLimits.enabled',
+  'rateLimits.store',
   'rateLimits.perSecond',
   'rateLimits.burst',
   'rateLimits.authorizationPerSecond',

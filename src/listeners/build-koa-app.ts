@@ -6,7 +6,8 @@ import { requestContext } from '../middleware/request-context.js';
 import { errorHandler, notFound } from '../middleware/error-handler.js';
 import { securityHeaders } from '../middleware/security-headers.js';
 import { cors } from '../middleware/cors.js';
-import type { Metrics } from '../middleware/metrics.js';
+import { httpMetrics } from '../middleware/metrics.js';
+import type { MetricsRegistry } from '../services/metrics-registry.js';
 
 export interface ListenerRouters {
   /** Served on every listener: health, well-known. */
@@ -16,7 +17,7 @@ export interface ListenerRouters {
   /** Everything under /oidc and the root discovery document. */
   oidc?: Koa.Middleware;
   metrics?: Router;
-  metricsRecorder?: Metrics;
+  metricsRecorder?: MetricsRegistry;
 }
 
 /** The Koa app of one listener: only the API bindings it lists are reachable. */
@@ -35,7 +36,7 @@ export function buildKoaApp(
     ctx.state.listener = spec;
     return next();
   });
-  if (routers.metricsRecorder) app.use(routers.metricsRecorder.middleware(spec.name));
+  if (routers.metricsRecorder) app.use(httpMetrics(routers.metricsRecorder, spec.name));
   app.use(errorHandler);
   app.use(securityHeaders);
   app.use(cors(corsOriginAllowed));

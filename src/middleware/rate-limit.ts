@@ -1,4 +1,5 @@
 import type { Context, Next } from 'koa';
+import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../errors/app-error.js';
 import { clientAddressKey } from '../services/auth/client-address-key.js';
 
@@ -8,37 +9,45 @@ export interface RateLimitSettings {
   burst: number;
 }
 
-interface Bucket {
-  tokens: number;
-  at: number;
-}
-
-// Bounds memory under a flood of distinct addresses; the oldest buckets go first.
-const MAX_BUCKETS = 100_000;
+/** Builds a limiter on a store shared by every instance, given its window and its fallback. */
+export type SharedLimiterFactory = (options: {
+  keyPrefix: string;
+  points: number;
+  duration: number;
+  insuranceLimiter: RateLimiterAbstract;
+}) => RateLimiterAbstract;
 
 /**
- * Token buckets per client address, in memory per process (docs/operations.md): `perSecond`
- * sustained, bursts of `burst`. The address is the socket's (proxy headers are not trusted), an
- * IPv6 one counted per /64 like the login ceiling.
+ * The window of a limit: `burst` requests per `burst / perSecond` seconds (at least one), so the
+ * sustained rate is `perSecond` and a client may spend the whole budget at once.
  */
-export function createRateLimiter(settings: RateLimitSettings, now: () => number = Date.now) {
-  const buckets = new Map<string, Bucket>();
+export function windowOf(settings: RateLimitSettings): { points: number; duration: number } {
+  return { points: settings.burst, duration: Math.max(1, Math.ceil(settings.burst / settings.perSecond)) };
+}
+
+/**
+ * Per-address counts by rate-limiter-flexible (docs/operations.md, rate limits): in memory per
+ * process by default, or in a store shared by every instance (`shared`), which falls back to
+ * counting in memory while the store cannot be reached rather than failing the request.
+ */
+export function createRateLimiter(
+  settings: RateLimitSettings,
+  { name, shared }: { name: string; shared?: SharedLimiterFactory },
+) {
+  const window = windowOf(settings);
+  const memory = new RateLimiterMemory({ keyPrefix: name, ...window });
+  const limiter = shared ? shared({ keyPrefix: name, ...window, insuranceLimiter: memory }) : memory;
   return {
     /** Seconds to wait, or 0 when the request may proceed (and is counted). */
-    take(key: string): number {
+    async take(key: string): Promise<number> {
       if (!settings.enabled) return 0;
-      const t = now();
-      const b = buckets.get(key) ?? { tokens: settings.burst, at: t };
-      b.tokens = Math.min(settings.burst, b.tokens + ((t - b.at) / 1000) * settings.perSecond);
-      b.at = t;
-      buckets.delete(key);
-      if (buckets.size >= MAX_BUCKETS) buckets.delete(buckets.keys().next().value!);
-      buckets.set(key, b);
-      if (b.tokens >= 1) {
-        b.tokens -= 1;
+      try {
+        await limiter.consume(key);
         return 0;
+      } catch (refused) {
+        if (refused instanceof RateLimiterRes) return Math.max(1, Math.ceil(refused.msBeforeNext / 1000));
+        throw refused;
       }
-      return Math.max(1, Math.ceil((1 - b.tokens) / settings.perSecond));
     },
   };
 }
@@ -48,7 +57,7 @@ export type RateLimiter = ReturnType<typeof createRateLimiter>;
 /** Edge-envelope form: 429 RATE_LIMITED with Retry-After. */
 export function rateLimit(limiter: RateLimiter) {
   return async function rateLimitMiddleware(ctx: Context, next: Next) {
-    const wait = limiter.take(clientAddressKey(ctx.ip));
+    const wait = await limiter.take(clientAddressKey(ctx.ip));
     if (wait > 0) throw new AppError('RATE_LIMITED', { headers: { 'retry-after': String(wait) } });
     return next();
   };

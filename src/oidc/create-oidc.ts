@@ -15,7 +15,7 @@ import type { IdentityContextCache } from '../services/identity-context.js';
 import type { AdapterConstructor } from 'oidc-provider';
 import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
-import { createProvider, type OidcDurations } from './create-provider.js';
+import { createProvider, type GrantObserver, type OidcDurations } from './create-provider.js';
 import { createEndSession } from './end-session.js';
 import { createGrantPrefetch } from './grant-prefetch.js';
 import { createIssuerRegistry, providerCallback, type IssuerSpec } from './issuer-registry.js';
@@ -48,6 +48,8 @@ export interface OidcDeps {
   factors: LoginFlowDeps['factors'];
   totp: LoginFlowDeps['totp'];
   audit: AuditTrail;
+  /** Told each token endpoint outcome (metrics). */
+  onGrant?: GrantObserver;
 }
 
 /** Every `edge-oidc` bind-point address with its URI patterns. */
@@ -68,6 +70,7 @@ interface RegistryDeps {
   cookieKeys: string[];
   durations: OidcDurations;
   accounts: AccountPolicy;
+  onGrant?: GrantObserver;
 }
 
 /** One Provider per issuer, rebuilt from a key set; the URI matchers per listener. */
@@ -79,6 +82,7 @@ function buildRegistry({
   cookieKeys,
   durations,
   accounts,
+  onGrant,
 }: RegistryDeps) {
   return createIssuerRegistry(issuerSpecs(config, listeners), (spec, issuer, keySet) => {
     const corsOriginAllowed = corsOriginMatcher(spec.redirectUris, config.corsOrigins);
@@ -95,6 +99,7 @@ function buildRegistry({
       corsOriginAllowed,
       accounts,
       logger,
+      onGrant,
     });
     return {
       address: spec.address,
@@ -152,6 +157,7 @@ export async function createOidc(deps: OidcDeps) {
     cookieKeys,
     durations,
     accounts,
+    onGrant: deps.onGrant,
   });
 
   const verifier = createTokenVerifier({

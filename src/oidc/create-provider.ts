@@ -41,7 +41,11 @@ export interface ProviderOptions {
   corsOriginAllowed: (origin: string) => boolean;
   accounts: AccountPolicy;
   logger: Logger;
+  onGrant?: GrantObserver;
 }
+
+/** Told each token endpoint outcome: the requested grant type, and whether tokens were issued. */
+export type GrantObserver = (grantType: unknown, succeeded: boolean) => void;
 
 function hasClientCertificate(ctx: KoaContextWithOIDC): boolean {
   const socket = ctx.req.socket as Partial<TLSSocket>;
@@ -226,5 +230,12 @@ export function createProvider(o: ProviderOptions): Provider {
       error_description: 'the database is unavailable or too slow; retry later',
     };
   });
+  const { onGrant } = o;
+  if (onGrant) {
+    const grantTypeOf = (ctx: KoaContextWithOIDC) =>
+      (ctx.oidc?.params as { grant_type?: unknown } | undefined)?.grant_type;
+    provider.on('grant.success', (ctx: KoaContextWithOIDC) => onGrant(grantTypeOf(ctx), true));
+    provider.on('grant.error', (ctx: KoaContextWithOIDC) => onGrant(grantTypeOf(ctx), false));
+  }
   return provider;
 }

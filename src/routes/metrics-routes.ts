@@ -1,12 +1,12 @@
 import Router from '@koa/router';
-import type { Metrics } from '../middleware/metrics.js';
+import type { MetricsRegistry } from '../services/metrics-registry.js';
 
 /** `GET /metrics` in the Prometheus text format. */
-export function metricsRoutes(metrics: Metrics): Router {
+export function metricsRoutes(metrics: MetricsRegistry): Router {
   const router = new Router();
-  router.get('/metrics', (ctx) => {
-    ctx.type = 'text/plain; version=0.0.4';
-    ctx.body = metrics.render();
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metrics.contentType;
+    ctx.body = await metrics.render();
   });
   return router;
 }

@@ -177,6 +177,9 @@ export function createRevocationState({
       identityListeners.push(listener);
     },
 
+    /** Whether the feed is up: the LISTEN connection subscribed, or polling (a metrics gauge). */
+    isListening: () => feed.state().subscribed,
+
     /** The backend pid of the LISTEN connection (tests cut it to prove nothing is lost). */
     listenerPid: () => feed.state().backendPid,
 

@@ -52,6 +52,48 @@ describe('rate limits, CORS and metrics', () => {
       headers: { origin: 'https://evil.example' },
     });
     expect(foreign.header('access-control-allow-origin')).toBeUndefined();
+
+    // A single-page app on an allowed origin calls the token and userinfo endpoints itself.
+    const tokenPreflight = await server.client.request('OPTIONS', '/oidc/token', {
+      headers: {
+        origin: 'http://localhost:4200',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
+    });
+    expect(tokenPreflight.status).toBe(204);
+    expect(tokenPreflight.header('access-control-allow-origin')).toBe('http://localhost:4200');
+    expect(tokenPreflight.header('access-control-allow-methods')).toContain('POST');
+    const userinfo = await server.client.get('/oidc/userinfo', {
+      headers: { origin: 'http://localhost:4200', authorization: 'Bearer not-a-token' },
+    });
+    expect(userinfo.status).toBe(401);
+    expect(userinfo.header('access-control-allow-origin')).toBe('http://localhost:4200');
+    expect(userinfo.header('access-control-expose-headers')).toContain('www-authenticate');
+    const foreignToken = await server.client.request('OPTIONS', '/oidc/token', {
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
+    expect(foreignToken.header('access-control-allow-origin')).toBeUndefined();
+
+    const page = await server.client.request('OPTIONS', '/oidc/login/username', {
+      headers: { origin: 'http://localhost:4200', 'access-control-request-method': 'POST' },
+    });
+    expect(page.header('access-control-allow-origin')).toBeUndefined();
+  });
+
+  test('every answer is no-store, unframeable, unsniffable and HTTPS only', async () => {
+    for (const res of [
+      await server.client.get('/health/live'),
+      await server.client.get('/edge/client/v1/current-identity'),
+      await server.client.get('/no/such/path'),
+    ]) {
+      expect(res.header('cache-control')).toBe('no-store');
+      expect(res.header('strict-transport-security')).toBe('max-age=31536000');
+      expect(res.header('x-content-type-options')).toBe('nosniff');
+      expect(res.header('x-frame-options')).toBe('DENY');
+      expect(res.header('referrer-policy')).toBe('no-referrer');
+      expect(res.header('x-powered-by')).toBeUndefined();
+    }
   });
 
   test('metrics count requests without putting ids in labels', async () => {

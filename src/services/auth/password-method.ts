@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { verifyPassword } from '../../crypto/passwords.js';
+import { verifyPassword, type VerifyObserver } from '../../crypto/passwords.js';
 import { authenticatorsRepository } from '../../repositories/authenticators-repository.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
 import { authPoliciesRepository, DEFAULT_POLICY_ID } from '../../repositories/auth-policies-repository.js';
@@ -12,6 +12,8 @@ export interface PasswordMethodDeps {
   knex: Knex;
   lockout: LoginLockout;
   now?: () => Date;
+  /** Told the time of each Argon2id verification (metrics). */
+  onVerify?: VerifyObserver;
 }
 
 /** One password login as it arrived. */
@@ -29,7 +31,12 @@ const SHADOW_IDENTITY_ID = '-';
  * UPDB primary authentication. Every refusal — unknown user, wrong password, locked or disabled
  * identity, method not allowed by the policy — is the same 401 after the same Argon2id work.
  */
-export function createPasswordMethod({ knex, lockout, now = () => new Date() }: PasswordMethodDeps) {
+export function createPasswordMethod({
+  knex,
+  lockout,
+  now = () => new Date(),
+  onVerify,
+}: PasswordMethodDeps) {
   async function target(identityId: string) {
     const identity = await identitiesRepository.findById(knex, identityId);
     const policy = identity && (await authPoliciesRepository.findById(knex, identity.authPolicyId));
@@ -44,7 +51,7 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
     await target(SHADOW_IDENTITY_ID);
     await authPoliciesRepository.findById(knex, DEFAULT_POLICY_ID);
     await loginFailuresRepository.shadowWrite(knex, now());
-    await verifyPassword(undefined, password);
+    await verifyPassword(undefined, password, onVerify);
     await identitiesRepository.findById(knex, SHADOW_IDENTITY_ID);
   }
 
@@ -66,7 +73,7 @@ export function createPasswordMethod({ knex, lockout, now = () => new Date() }: 
     const { identity, policy } = found;
     // Counted before the check: parallel guesses cannot outrun the limits.
     const attempt = await lockout.begin(identity.id, policy, clientAddress);
-    const passwordOk = await verifyPassword(authenticator.passwordHash, password);
+    const passwordOk = await verifyPassword(authenticator.passwordHash, password, onVerify);
     // Re-read: a lock set by a parallel attempt while this one was hashing must hold.
     const current = await identitiesRepository.findById(knex, identity.id);
     const locked = !current || isDisabled(current, now());
