@@ -1,4 +1,5 @@
 import { availableParallelism, loadavg } from 'node:os';
+import { resolve } from 'node:path';
 import { selfSignedLoopbackCert, type TlsMaterial } from './baselines/baseline-tls.js';
 import { parseBenchOptions, USAGE, UsageError, type BenchOptions } from './bench-options.js';
 import { runInterleavedPairs } from './interleaved-pairs.js';
@@ -70,12 +71,18 @@ async function compare(
   }
 }
 
+/** Node options that make a target write its CPU profile as `<name>.cpuprofile` when it stops. */
+const profileArgs = (o: BenchOptions, name: string): string[] =>
+  o.cpuProfDir
+    ? ['--cpu-prof', '--cpu-prof-dir', resolve(o.cpuProfDir), '--cpu-prof-name', `${name}.cpuprofile`]
+    : [];
+
 const scenario = (key: Scenario['key']) => SCENARIOS.find((s) => s.key === key)!;
 
 /** The token scenarios (bearer, current-identity, legacy), all against baseline (a). */
 async function bearerReports(o: BenchOptions, service: Target, tls: TlsMaterial): Promise<ScenarioReport[]> {
   progress('starting baseline (a): bare Koa + jose');
-  const baseline = await startBearerBaseline(tls);
+  const baseline = await startBearerBaseline(tls, profileArgs(o, 'baseline-a'));
   const target = started(baseline.target);
   const serviceTokens = await loginTokens(service, USERS);
   const baselineTokens = await Promise.all(USERS.map((u) => baseline.mintAccessToken(u)));
@@ -111,7 +118,7 @@ async function bearerReports(o: BenchOptions, service: Target, tls: TlsMaterial)
 
 async function flowReports(o: BenchOptions, service: Target, tls: TlsMaterial): Promise<ScenarioReport[]> {
   progress('starting baseline (b): bare oidc-provider');
-  const baseline = started(await startOidcBaseline(tls, USERS));
+  const baseline = started(await startOidcBaseline(tls, USERS, profileArgs(o, 'baseline-b')));
   const reports: ScenarioReport[] = [];
   if (o.only.has('login')) {
     reports.push(
@@ -164,7 +171,7 @@ async function main(): Promise<number> {
   progress(`starting the service (${o.postgres ? 'PostgreSQL' : 'embedded database'})`);
   // Registered as running before it starts: Ctrl-C during the start still removes its database.
   const service = await startController(
-    { postgres: o.postgres, logLevel: o.logLevel, users: USERS },
+    { postgres: o.postgres, logLevel: o.logLevel, users: USERS, nodeArgs: profileArgs(o, 'service') },
     (stop) => running.push({ stop }),
   );
   if (o.scale) {

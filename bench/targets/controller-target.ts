@@ -16,6 +16,8 @@ export interface ControllerOptions {
   postgres: boolean;
   logLevel: string;
   users: BenchUser[];
+  /** Extra Node options for the service process (`--cpu-prof …`). */
+  nodeArgs?: string[];
 }
 
 async function waitReady(origin: string, dataDir: string, c: { output(): string; exited(): boolean }) {
@@ -100,6 +102,7 @@ export async function startController(
         ...(db ? { DATABASE_URL: db.url } : {}),
       },
       process.cwd(),
+      o.nodeArgs,
     );
     const c = child;
     const ca = await waitReady(origin, dataDir, {

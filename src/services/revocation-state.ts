@@ -1,7 +1,11 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Database } from '../db/create-database.js';
-import { revocationsRepository, type Revocation } from '../repositories/revocations-repository.js';
+import {
+  revocationsRepository,
+  type Revocation,
+  type RevocationKind,
+} from '../repositories/revocations-repository.js';
 
 export const REVOCATION_CHANNEL = 'svc_revocations';
 
@@ -42,7 +46,8 @@ export function createRevocationState({
   const sessions = new Map<string, number>();
   const identities = new Map<string, Entry>();
   const gaps = new Map<number, number>();
-  const identityListeners: ((identityId: string) => void)[] = [];
+  const identityListeners: ((identityId: string, kind: RevocationKind) => void)[] = [];
+  const sessionListeners: ((sessionId: string) => void)[] = [];
   let maxId = 0;
   let timer: NodeJS.Timeout | undefined;
   let listener: pg.Client | undefined;
@@ -58,9 +63,12 @@ export function createRevocationState({
     }
     const expiresAt = r.expiresAt.getTime();
     if (expiresAt <= now()) return;
-    if (r.kind === 'api_session') sessions.set(r.subject, Math.max(sessions.get(r.subject) ?? 0, expiresAt));
+    if (r.kind === 'api_session') {
+      sessions.set(r.subject, Math.max(sessions.get(r.subject) ?? 0, expiresAt));
+      for (const listener of sessionListeners) listener(r.subject);
+    }
     if (r.kind === 'identity' || r.kind === 'identity_facts') {
-      for (const listener of identityListeners) listener(r.subject);
+      for (const listener of identityListeners) listener(r.subject, r.kind);
     }
     if (r.kind === 'identity') {
       const minGeneration = r.generation === null ? Infinity : r.generation;
@@ -146,8 +154,13 @@ export function createRevocationState({
      * Called for every identity event applied, a revocation or a change of its facts (caches of
      * identity facts drop their entry).
      */
-    onIdentityRevoked(listener: (identityId: string) => void): void {
+    onIdentityRevoked(listener: (identityId: string, kind: RevocationKind) => void): void {
       identityListeners.push(listener);
+    },
+
+    /** Called for every API session ended (logout, end of its grant): caches of sessions drop it. */
+    onSessionRevoked(listener: (sessionId: string) => void): void {
+      sessionListeners.push(listener);
     },
 
     /** The backend pid of the LISTEN connection (tests cut it to prove nothing is lost). */
