@@ -21,10 +21,9 @@ export const USAGE = `npm run bench -- [options]
   --pairs N          interleaved pairs per scenario (default 5; fewer cannot tell noise from a difference)
   --only LIST        comma-separated subset of bearer,current-identity,legacy,login,refresh
   --log-level LEVEL  the service's LOG_LEVEL (default warn: no per-request log line)
-  --cpu-prof DIR     V8 CPU profiles of the service and the baselines into DIR (service.cpuprofile,
-                     baseline-a.cpuprofile, baseline-b.cpuprofile; summarise them with
-                     npx tsx bench/profile-summary.ts FILE); profiling slows the targets, so the
-                     figures of such a run are not comparable with others
+  --cpu-prof DIR     V8 CPU profiles of the service and the baselines into DIR/service,
+                     DIR/baseline-a, DIR/baseline-b (summarise: npx tsx bench/profile-summary.ts
+                     DIR/service); profiling slows the targets: its figures compare with no other run
   --help`;
 
 const SCENARIO_KEYS = ['bearer', 'current-identity', 'legacy', 'login', 'refresh'];

@@ -1,9 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 
 /**
- * `npx tsx bench/profile-summary.ts FILE.cpuprofile [N]`: the top N frames of a V8 CPU profile
+ * `npx tsx bench/profile-summary.ts FILE.cpuprofile|DIR [N]`: the top N frames of a V8 CPU profile
  * by self time, then self time summed per package or source file, as shares of the busy time
- * (idle samples excluded). Written for the profiles `npm run bench -- --cpu-prof DIR` leaves.
+ * (idle samples excluded). Written for the profiles `npm run bench -- --cpu-prof DIR` leaves; given
+ * a directory, it reads its largest profile (the main thread's).
  */
 
 interface CallFrame {
@@ -22,8 +24,14 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
+// Loading and compiling modules (tsx, the ESM loader): start-up, not the load under test.
+const MODULE_LOADING =
+  /node:internal\/(modules|deps\/cjs-module-lexer|source_map)|\/node_modules\/(tsx|esbuild)\//;
+const START_UP = '(module loading, start-up)';
+
 /** `node_modules/<package>`, `src/…` or `bench/…` file, `node:` internals, or V8's own entries. */
 function owner(url: string, name: string): string {
+  if (MODULE_LOADING.test(url)) return START_UP;
   if (!url) return name.startsWith('(') ? name : '(native)';
   const modules = url.lastIndexOf('/node_modules/');
   if (modules >= 0) {
@@ -36,7 +44,9 @@ function owner(url: string, name: string): string {
 }
 
 const frameLabel = (f: CallFrame) =>
-  `${f.functionName || '(anonymous)'} ${owner(f.url, f.functionName)}${f.url ? `:${f.lineNumber + 1}` : ''}`;
+  MODULE_LOADING.test(f.url)
+    ? START_UP
+    : `${f.functionName || '(anonymous)'} ${owner(f.url, f.functionName)}${f.url ? `:${f.lineNumber + 1}` : ''}`;
 
 export function summarise(profile: CpuProfile, top: number): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -77,9 +87,16 @@ export function summarise(profile: CpuProfile, top: number): string {
 if (process.argv[1]?.endsWith('profile-summary.ts')) {
   const [file, n] = process.argv.slice(2);
   if (!file) {
-    process.stderr.write('usage: npx tsx bench/profile-summary.ts FILE.cpuprofile [N]\n');
+    process.stderr.write('usage: npx tsx bench/profile-summary.ts FILE.cpuprofile|DIR [N]\n');
     process.exit(2);
   }
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const path = statSync(file).isDirectory()
+    ? readdirSync(file)
+        .filter((f) => f.endsWith('.cpuprofile'))
+        .map((f) => join(file, f))
+        .sort((a, b) => statSync(b).size - statSync(a).size)[0]
+    : file;
+  if (!path) throw new Error(`no .cpuprofile in ${file}`);
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
   process.stdout.write(`${summarise(profile, Number(n ?? 25))}\n`);
 }
