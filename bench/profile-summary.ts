@@ -67,6 +67,31 @@ export function summarise(profile: CpuProfile, top: number): string {
     const o = owner(callFrame.url, callFrame.functionName);
     owners.set(o, (owners.get(o) ?? 0) + us);
   }
+  // Inclusive time of our own functions (src/): self plus everything they called, each sample
+  // counted once per function even under recursion.
+  const inclusive = new Map<string, number>();
+  const root = profile.nodes[0]!;
+  const subtree = new Map<number, number>();
+  const total = (n: ProfileNode): number => {
+    let t = self.get(n.id) ?? 0;
+    for (const c of n.children ?? []) t += total(byId.get(c)!);
+    subtree.set(n.id, t);
+    return t;
+  };
+  total(root);
+  const open = new Set<string>();
+  const walk = (n: ProfileNode) => {
+    const label = /\/src\//.test(n.callFrame.url) ? frameLabel(n.callFrame) : undefined;
+    const entered = label !== undefined && !open.has(label);
+    if (entered) {
+      open.add(label);
+      inclusive.set(label, (inclusive.get(label) ?? 0) + subtree.get(n.id)!);
+    }
+    for (const c of n.children ?? []) walk(byId.get(c)!);
+    if (entered) open.delete(label);
+  };
+  walk(root);
+
   const rows = (m: Map<string, number>) =>
     [...m]
       .sort((a, b) => b[1] - a[1])
@@ -81,6 +106,8 @@ export function summarise(profile: CpuProfile, top: number): string {
     ...rows(frames),
     `self time by package / file:`,
     ...rows(owners),
+    `inclusive time of the service's own functions (src/):`,
+    ...rows(inclusive),
   ].join('\n');
 }
 

@@ -16,6 +16,7 @@ import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
 import { createProvider, type OidcDurations } from './create-provider.js';
 import { createEndSession } from './end-session.js';
+import { createCompletedLogins } from './completed-logins.js';
 import { createGrantPrefetch } from './grant-prefetch.js';
 import { createIssuerRegistry, providerCallback, type IssuerSpec } from './issuer-registry.js';
 import { createLoginFlow, type LoginFlowDeps } from './login-flow.js';
@@ -134,7 +135,13 @@ export async function createOidc(deps: OidcDeps) {
   });
   deps.revocations.hooks.push((trx, identityId) => sessions.forgetIdentity(trx, identityId));
   const prefetch = createGrantPrefetch();
-  const accounts = createAccountPolicy({ findIdentity: deps.findIdentity, sessions, prefetch });
+  const completedLogins = createCompletedLogins();
+  const accounts = createAccountPolicy({
+    findIdentity: deps.findIdentity,
+    sessions,
+    prefetch,
+    completedLogins,
+  });
   const Adapter = createPostgresAdapter({
     knex,
     onGrantDestroyed: (grantId) => sessions.endGrant(grantId),
@@ -176,6 +183,7 @@ export async function createOidc(deps: OidcDeps) {
       totp: deps.totp,
       findIdentity: deps.findIdentity,
       findPolicy: deps.findPolicy,
+      completedLogins,
     }),
     verifier,
     sessions,
