@@ -163,7 +163,7 @@ export function formatTargets(reports: ScenarioReport[], x: BenchExtras): string
     '',
     'service per scenario:',
     ...perScenario,
-    '  (statements counted at the wire between the service and PostgreSQL; the revocation catch-up read, once a second per process, left out)',
+    "  (statements counted at the wire between the service and PostgreSQL; the process's timers (revocation catch-up, key watcher, janitors) left out)",
     '  not measured here: identity list at 1,000,000 identities (npm run bench -- --scale); start time (docs/benchmarks.md, "Start and memory").',
   ].join('\n');
 }

@@ -13,7 +13,7 @@ export interface StatementCounter {
   count(): number;
   /** The BEGIN, COMMIT and ROLLBACK among them. */
   transactionControl(): number;
-  /** The revocation catch-up reads among them (once a second per process, not per request). */
+  /** The statements of timers among them (revocation catch-up, key watcher, janitors), not of requests. */
   background(): number;
   close(): Promise<void>;
 }
@@ -23,12 +23,18 @@ const PARSE = 0x50; // 'P'
 export type StatementKind = 'statement' | 'transaction-control' | 'background';
 
 const TRANSACTION_CONTROL = /^(BEGIN|COMMIT|ROLLBACK|START TRANSACTION)\b/i;
-const CATCH_UP = /^select\b.*\bfrom "revocations"/is;
+// What each process does on its own timers, not per request: the revocation catch-up read (every
+// second), the signing-key watcher's poll, the janitors' batched deletes (every minute).
+const BACKGROUND = [
+  /^select\b.*\bfrom "revocations"/is,
+  /^select \* from "signing_keys"/i,
+  /^DELETE FROM \w+ WHERE .*\bIN\s*\(\s*SELECT\b/s,
+];
 
 /** What a statement is, from the start of its text (the whole text is within the chunk in practice). */
 function kindOf(text: string): StatementKind {
   if (TRANSACTION_CONTROL.test(text)) return 'transaction-control';
-  return CATCH_UP.test(text) ? 'background' : 'statement';
+  return BACKGROUND.some((re) => re.test(text)) ? 'background' : 'statement';
 }
 
 /** Counts the statements in one connection's client-to-server byte stream, chunk by chunk. */

@@ -9,7 +9,7 @@ export interface BenchDatabase {
   /** For the service: through a relay that counts its statements. */
   url: string;
   /**
-   * Statements the service has sent so far for requests (the revocation catch-up reads left out),
+   * Statements the service has sent so far for requests (its timers' statements left out),
    * and the BEGIN/COMMIT/ROLLBACK among them.
    */
   statements(): { all: number; transactionControl: number };
