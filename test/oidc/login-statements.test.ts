@@ -23,7 +23,7 @@ describe('password login: SQL statements of the login step', () => {
     }
   }
 
-  test('the login POST reads the identity twice (before and after the hash), its lockout release is one statement', async () => {
+  test('the login POST reads the identity twice and releases its lockout in one statement; the exchange reads facts and session at once', async () => {
     const api = managementApi(server, await server.adminToken());
     const user = await enrolledUpdbUser(server, api, 'login-statements-user');
     const started = await startAuthorization(server.client);
@@ -32,8 +32,14 @@ describe('password login: SQL statements of the login step', () => {
     );
     // The resume answered in-process with the redirect carrying the code.
     const callback = await followToCallback(server.client, login);
-    const token = await exchangeCode(server.client, { code: callback.code, verifier: started.pkce.verifier });
+    const { result: token, sql: exchange } = await statementsOf(() =>
+      exchangeCode(server.client, { code: callback.code, verifier: started.pkce.verifier }),
+    );
     expect(token.status).toBe(200);
+    // The grant's login facts and their API session's expiry come in one joined read.
+    expect(exchange.filter((s) => /"api_sessions"/.test(s))).toEqual([
+      expect.stringMatching(/^select .* from "oidc_payloads" left join "api_sessions"/),
+    ]);
 
     // Once to find the login's identity, once after the slow hash (a lock set meanwhile holds);
     // the provider's resume on the same request takes the identity the step has just read.
