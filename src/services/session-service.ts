@@ -81,6 +81,7 @@ export function createSessionService({
   async function read(hash: string, at: Date): Promise<ApiSession> {
     const readAtEpoch = epoch;
     const session = await apiSessionsRepository.findByTokenHash(db, hash);
+    if (!session || session.expiresAt <= at) drop(hash);
     if (!session) throw invalid();
     if (session.expiresAt <= at) throw expired();
     remember(hash, session, readAtEpoch, at);
