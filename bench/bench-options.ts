@@ -6,6 +6,8 @@ export interface BenchOptions {
   pairs: number;
   only: Set<string>;
   logLevel: string;
+  /** Write a V8 CPU profile of every target (service and baselines) into this directory. */
+  cpuProfDir?: string;
 }
 
 export const USAGE = `npm run bench -- [options]
@@ -19,6 +21,9 @@ export const USAGE = `npm run bench -- [options]
   --pairs N          interleaved pairs per scenario (default 5; fewer cannot tell noise from a difference)
   --only LIST        comma-separated subset of bearer,current-identity,legacy,login,refresh
   --log-level LEVEL  the service's LOG_LEVEL (default warn: no per-request log line)
+  --cpu-prof DIR     V8 CPU profiles of the service and the baselines into DIR/service,
+                     DIR/baseline-a, DIR/baseline-b (summarise: npx tsx bench/profile-summary.ts
+                     DIR/service); profiling slows the targets: its figures compare with no other run
   --help`;
 
 const SCENARIO_KEYS = ['bearer', 'current-identity', 'legacy', 'login', 'refresh'];
@@ -53,6 +58,7 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
       const unknown = [...o.only].filter((k) => !SCENARIO_KEYS.includes(k));
       if (unknown.length > 0 || o.only.size === 0) throw new UsageError(`--only: ${SCENARIO_KEYS.join(',')}`);
     } else if (arg === '--log-level') o.logLevel = value();
+    else if (arg === '--cpu-prof') o.cpuProfDir = value();
     else throw new UsageError(`unknown option ${arg}`);
   }
   return o;

@@ -8,6 +8,10 @@ export interface RunResult extends LoopResult {
   cpuMsPerOp: number;
   /** The part of cpuMsPerOp spent in PostgreSQL backends. */
   dbCpuMsPerOp: number;
+  /** SQL statements per successful operation (NaN when not counted), BEGIN/COMMIT included. */
+  statementsPerOp: number;
+  /** The BEGIN/COMMIT/ROLLBACK among them. */
+  transactionControlPerOp: number;
 }
 
 export interface SideSummary {
@@ -16,6 +20,8 @@ export interface SideSummary {
   p99Ms: number;
   cpuMsPerOp: number;
   dbCpuMsPerOp: number;
+  statementsPerOp: number;
+  transactionControlPerOp: number;
   ops: number;
 }
 
@@ -39,6 +45,14 @@ export async function measure(side: PreparedSide, limits: LoopLimits): Promise<R
     perSecond: loop.ops / (loop.elapsedMs / 1000),
     cpuMsPerOp: perOp(after.totalMs - before.totalMs),
     dbCpuMsPerOp: perOp(after.databaseMs - before.databaseMs),
+    statementsPerOp:
+      after.statements && before.statements
+        ? perOp(after.statements.all - before.statements.all)
+        : Number.NaN,
+    transactionControlPerOp:
+      after.statements && before.statements
+        ? perOp(after.statements.transactionControl - before.statements.transactionControl)
+        : Number.NaN,
   };
 }
 
@@ -55,6 +69,8 @@ function summarise(runs: RunResult[]): SideSummary {
     p99Ms: percentile(all, 99),
     cpuMsPerOp: median(runs.map((r) => r.cpuMsPerOp)),
     dbCpuMsPerOp: median(runs.map((r) => r.dbCpuMsPerOp)),
+    statementsPerOp: median(runs.map((r) => r.statementsPerOp)),
+    transactionControlPerOp: median(runs.map((r) => r.transactionControlPerOp)),
     ops: all.length,
   };
 }

@@ -37,3 +37,15 @@ export function createCpuAccumulator() {
     return total;
   };
 }
+
+/** Resident set size now and its peak since the process started (VmRSS, VmHWM of proc(5)), in MB. */
+export async function processMemoryMb(pid: number): Promise<{ rssMb: number; peakMb: number } | undefined> {
+  let status: string;
+  try {
+    status = await readFile(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const kb = (field: string) => Number(status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'))?.[1] ?? NaN);
+  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
+}

@@ -1,9 +1,10 @@
 import { availableParallelism, loadavg } from 'node:os';
+import { resolve } from 'node:path';
 import { selfSignedLoopbackCert, type TlsMaterial } from './baselines/baseline-tls.js';
 import { parseBenchOptions, USAGE, UsageError, type BenchOptions } from './bench-options.js';
 import { runInterleavedPairs } from './interleaved-pairs.js';
 import { formatScale, largeRows, runScale } from './scale-run.js';
-import { formatReport, type ScenarioReport } from './report.js';
+import { formatReport, formatTargets, type BenchExtras, type ScenarioReport } from './report.js';
 import {
   bearerSide,
   CURRENT_IDENTITY_PATH,
@@ -17,7 +18,8 @@ import {
   type Scenario,
 } from './scenarios.js';
 import { startBearerBaseline, startOidcBaseline } from './targets/baseline-targets.js';
-import { startController } from './targets/controller-target.js';
+import { startController, type ControllerTarget } from './targets/controller-target.js';
+import { argon2CpuMs } from './argon2-cpu.js';
 import { benchUsers, type Target } from './targets/target.js';
 
 /**
@@ -70,12 +72,19 @@ async function compare(
   }
 }
 
+/**
+ * Node options that make a target write its CPU profiles into `<dir>/<name>/` when it stops: one
+ * file per thread (the main thread's is the largest; tsx's loader thread writes one too).
+ */
+const profileArgs = (o: BenchOptions, name: string): string[] =>
+  o.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', resolve(o.cpuProfDir, name)] : [];
+
 const scenario = (key: Scenario['key']) => SCENARIOS.find((s) => s.key === key)!;
 
 /** The token scenarios (bearer, current-identity, legacy), all against baseline (a). */
 async function bearerReports(o: BenchOptions, service: Target, tls: TlsMaterial): Promise<ScenarioReport[]> {
   progress('starting baseline (a): bare Koa + jose');
-  const baseline = await startBearerBaseline(tls);
+  const baseline = await startBearerBaseline(tls, profileArgs(o, 'baseline-a'));
   const target = started(baseline.target);
   const serviceTokens = await loginTokens(service, USERS);
   const baselineTokens = await Promise.all(USERS.map((u) => baseline.mintAccessToken(u)));
@@ -109,14 +118,21 @@ async function bearerReports(o: BenchOptions, service: Target, tls: TlsMaterial)
   return reports;
 }
 
-async function flowReports(o: BenchOptions, service: Target, tls: TlsMaterial): Promise<ScenarioReport[]> {
+async function flowReports(
+  o: BenchOptions,
+  service: ControllerTarget,
+  tls: TlsMaterial,
+  extras: BenchExtras,
+): Promise<ScenarioReport[]> {
   progress('starting baseline (b): bare oidc-provider');
-  const baseline = started(await startOidcBaseline(tls, USERS));
+  const baseline = started(await startOidcBaseline(tls, USERS, profileArgs(o, 'baseline-b')));
   const reports: ScenarioReport[] = [];
   if (o.only.has('login')) {
+    extras.argon2CpuMs = await argon2CpuMs();
     reports.push(
       await compare(o, scenario('login'), '(b)', [loginSide(service, USERS), loginSide(baseline, USERS)]),
     );
+    extras.loginPeakRssMb = (await service.memory()).peakMb;
   }
   if (o.only.has('refresh')) {
     const sides: [PreparedSide, PreparedSide] = [
@@ -164,7 +180,7 @@ async function main(): Promise<number> {
   progress(`starting the service (${o.postgres ? 'PostgreSQL' : 'embedded database'})`);
   // Registered as running before it starts: Ctrl-C during the start still removes its database.
   const service = await startController(
-    { postgres: o.postgres, logLevel: o.logLevel, users: USERS },
+    { postgres: o.postgres, logLevel: o.logLevel, users: USERS, nodeArgs: profileArgs(o, 'service') },
     (stop) => running.push({ stop }),
   );
   if (o.scale) {
@@ -182,13 +198,20 @@ async function main(): Promise<number> {
     return 0;
   }
   const reports: ScenarioReport[] = [];
+  // Idle: started, seeded, a moment to settle.
+  await new Promise((r) => setTimeout(r, 2000));
+  const extras: BenchExtras = { postgres: o.postgres, idleRssMb: (await service.memory()).rssMb };
   if (['bearer', 'current-identity', 'legacy'].some((k) => o.only.has(k))) {
     reports.push(...(await bearerReports(o, service, tls)));
   }
-  if (o.only.has('login') || o.only.has('refresh')) reports.push(...(await flowReports(o, service, tls)));
+  if (o.only.has('login') || o.only.has('refresh')) {
+    reports.push(...(await flowReports(o, service, tls, extras)));
+  }
   await stopAll();
 
-  process.stdout.write(`\n${formatReport(reports)}\n\n${methodLines(o, startLoad)}\n`);
+  process.stdout.write(
+    `\n${formatReport(reports)}\n\nTargets:\n${formatTargets(reports, extras)}\n\n${methodLines(o, startLoad)}\n`,
+  );
   const errors = reports.flatMap((r) => r.result.errors.map((e) => `${r.scenario.key}: ${e}`));
   if (errors.length === 0) return 0;
   process.stderr.write(`\nFAILED requests (the figures above are incomplete):\n${errors.join('\n')}\n`);

@@ -75,9 +75,9 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   const edge = config.edge ?? EDGE_DEFAULTS;
   const sessionTimeout = edge.api.sessionTimeout;
   const oidc = config.edge?.oidc;
-  const sessions = createSessionService({ db: knex, sessionTimeout, audit });
   // Revocations are remembered as long as an access token they cover can live (plus clock
-  // margin); refresh tokens and legacy sessions are checked against the database anyway.
+  // margin); refresh tokens are checked against the database anyway, and the legacy sessions
+  // kept in memory drop an ended session as its event is applied.
   const revocationState = createRevocationState({
     database,
     logger,
@@ -92,6 +92,8 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     published: () => revocationState.refresh().catch(() => undefined),
     audit,
   });
+  const sessions = createSessionService({ db: knex, sessionTimeout, revocations, audit });
+  revocationState.onSessionRevoked((id) => sessions.forget(id));
   const lockout = createLoginLockout({ knex, revocations });
   const passwordMethod = createPasswordMethod({ knex, lockout, onVerify: metrics.observePasswordVerify });
   const policies = createPolicyService({ knex, revocations, audit });
@@ -121,7 +123,10 @@ async function createDomainServices({ config, listeners, database, box, pki, log
       return identity && (await identityView.factsOf(knex, [identity]))[0];
     },
   });
-  revocationState.onIdentityRevoked((id) => identityContext.invalidate(id));
+  revocationState.onIdentityRevoked((id, kind) => {
+    identityContext.invalidate(id);
+    if (kind === 'identity') sessions.forgetIdentity(id);
+  });
   await revocationState.start();
   const enrollments = createEnrollmentService({
     knex,

@@ -15,11 +15,13 @@ async function startBaseline(
   file: string,
   tls: TlsMaterial,
   env: Record<string, string>,
+  nodeArgs: string[],
 ): Promise<Target> {
   const child = spawnTsChild(
     join(process.cwd(), 'bench', 'baselines', file),
     { BENCH_TLS_CERT: tls.certPem, BENCH_TLS_KEY: tls.keyPem, ...env },
     process.cwd(),
+    nodeArgs,
   );
   try {
     const [, port] = await child.waitForLine(READY_LINE, START_TIMEOUT_MS);
@@ -47,16 +49,30 @@ export interface BearerBaseline {
 }
 
 /** Baseline (a): the bench holds the signing key; the server gets only the public JWK. */
-export async function startBearerBaseline(tls: TlsMaterial): Promise<BearerBaseline> {
+export async function startBearerBaseline(
+  tls: TlsMaterial,
+  nodeArgs: string[] = [],
+): Promise<BearerBaseline> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', {
     modulusLength: 2048,
     extractable: true,
   });
   const kid = 'bench-key';
-  const target = await startBaseline('baseline (a)', 'bare-koa-bearer.ts', tls, {
-    BENCH_JWT_PUBLIC_JWK: JSON.stringify({ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' }),
-    BENCH_JWT_ISSUER: BEARER_BASELINE_ISSUER,
-  });
+  const target = await startBaseline(
+    'baseline (a)',
+    'bare-koa-bearer.ts',
+    tls,
+    {
+      BENCH_JWT_PUBLIC_JWK: JSON.stringify({
+        ...(await exportJWK(publicKey)),
+        kid,
+        alg: 'RS256',
+        use: 'sig',
+      }),
+      BENCH_JWT_ISSUER: BEARER_BASELINE_ISSUER,
+    },
+    nodeArgs,
+  );
   return { target, mintAccessToken: (user) => mint(privateKey, kid, user) };
 }
 
@@ -87,6 +103,16 @@ function mint(key: CryptoKey, kid: string, user: BenchUser): Promise<string> {
 }
 
 /** Baseline (b): the bare provider, told the same users as the service. */
-export function startOidcBaseline(tls: TlsMaterial, users: BenchUser[]): Promise<Target> {
-  return startBaseline('baseline (b)', 'bare-oidc-provider.ts', tls, { BENCH_USERS: JSON.stringify(users) });
+export function startOidcBaseline(
+  tls: TlsMaterial,
+  users: BenchUser[],
+  nodeArgs: string[] = [],
+): Promise<Target> {
+  return startBaseline(
+    'baseline (b)',
+    'bare-oidc-provider.ts',
+    tls,
+    { BENCH_USERS: JSON.stringify(users) },
+    nodeArgs,
+  );
 }

@@ -19,8 +19,14 @@ export interface ChildTarget {
  * that every target pays the same loader. Output is always drained (a full pipe would stall a
  * target that logs) and only its tail is kept.
  */
-export function spawnTsChild(entry: string, env: Record<string, string>, cwd: string): ChildTarget {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+export function spawnTsChild(
+  entry: string,
+  env: Record<string, string>,
+  cwd: string,
+  /** Extra Node options before the entry, e.g. `--cpu-prof`. */
+  nodeArgs: string[] = [],
+): ChildTarget {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

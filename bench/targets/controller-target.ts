@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchClient, type BenchClient } from '../load/http-client.js';
-import { processCpuMs } from '../proc-cpu.js';
+import { processCpuMs, processMemoryMb } from '../proc-cpu.js';
 import { freePort } from './free-port.js';
 import { spawnTsChild } from './child-process.js';
 import { createBenchDatabase, type BenchDatabase } from './postgres-database.js';
@@ -16,6 +16,8 @@ export interface ControllerOptions {
   postgres: boolean;
   logLevel: string;
   users: BenchUser[];
+  /** Extra Node options for the service process (`--cpu-prof …`). */
+  nodeArgs?: string[];
 }
 
 async function waitReady(origin: string, dataDir: string, c: { output(): string; exited(): boolean }) {
@@ -63,6 +65,12 @@ async function seedUsers(client: BenchClient, users: BenchUser[]): Promise<void>
   }
 }
 
+export interface ControllerTarget extends Target {
+  databaseUrl?: string;
+  /** RSS now and its peak since start, in MB (the service process; PostgreSQL not included). */
+  memory(): Promise<{ rssMb: number; peakMb: number }>;
+}
+
 /**
  * The controller as `npm start` runs it from source (`node --import tsx src/main.ts`), with its
  * own data dir and either the embedded database (default) or a fresh PostgreSQL database.
@@ -72,7 +80,7 @@ export async function startController(
   o: ControllerOptions,
   /** Receives the cleanup before anything is created, so an interrupted start leaves nothing behind. */
   onCleanup: (cleanup: () => Promise<void>) => void,
-): Promise<Target & { databaseUrl?: string }> {
+): Promise<ControllerTarget> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   let db: BenchDatabase | undefined;
   let child: ReturnType<typeof spawnTsChild> | undefined;
@@ -100,6 +108,7 @@ export async function startController(
         ...(db ? { DATABASE_URL: db.url } : {}),
       },
       process.cwd(),
+      o.nodeArgs,
     );
     const c = child;
     const ca = await waitReady(origin, dataDir, {
@@ -117,7 +126,12 @@ export async function startController(
         const own = await processCpuMs(c.pid);
         if (own === undefined) throw new Error(`the controller is gone: ${c.output()}`);
         const databaseMs = db ? await db.backendsCpuMs() : 0;
-        return { totalMs: own + databaseMs, databaseMs };
+        return { totalMs: own + databaseMs, databaseMs, statements: db?.statements() };
+      },
+      async memory() {
+        const m = await processMemoryMb(c.pid);
+        if (m === undefined) throw new Error(`the controller is gone: ${c.output()}`);
+        return m;
       },
       stop: cleanup,
     };

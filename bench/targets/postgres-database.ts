@@ -1,11 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createCpuAccumulator } from '../proc-cpu.js';
+import { startStatementCounter } from './pg-statement-counter.js';
 
 export const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface BenchDatabase {
+  /** For the service: through a relay that counts its statements. */
   url: string;
+  /**
+   * Statements the service has sent so far for requests (its timers' statements left out),
+   * and the BEGIN/COMMIT/ROLLBACK among them.
+   */
+  statements(): { all: number; transactionControl: number };
   /** CPU used so far by this database's backend processes (the server runs on this machine). */
   backendsCpuMs(): Promise<number>;
   drop(): Promise<void>;
@@ -21,11 +28,18 @@ export async function createBenchDatabase(): Promise<BenchDatabase> {
   const admin = new pg.Client({ connectionString: POSTGRES_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
+  const direct = new URL(POSTGRES_URL);
+  const counter = await startStatementCounter({ host: direct.hostname, port: Number(direct.port || 5432) });
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
+  url.host = `127.0.0.1:${counter.port}`;
   const total = createCpuAccumulator();
   return {
     url: url.toString(),
+    statements: () => ({
+      all: counter.count() - counter.background(),
+      transactionControl: counter.transactionControl(),
+    }),
     async backendsCpuMs() {
       const { rows } = await admin.query<{ pid: number }>(
         'SELECT pid FROM pg_stat_activity WHERE datname = $1',
@@ -34,6 +48,7 @@ export async function createBenchDatabase(): Promise<BenchDatabase> {
       return total(rows.map((r) => r.pid));
     },
     async drop() {
+      await counter.close();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
     },

@@ -3,6 +3,8 @@ export interface CpuSample {
   totalMs: number;
   /** The share of an external database's backends (0 when the database is in the process). */
   databaseMs: number;
+  /** SQL statements sent to PostgreSQL so far (undefined: not counted, e.g. the embedded database). */
+  statements?: { all: number; transactionControl: number };
 }
 
 /** A server under load, running as its own process on 127.0.0.1. */

@@ -26,16 +26,23 @@ export function requestContext(logger: Logger) {
     const { method, path } = ctx;
     const requestId = newId(12);
     ctx.state.requestId = requestId;
-    ctx.state.log = logger.child({ requestId });
+    // The request's child logger is made when first used: at `warn` most requests log nothing.
+    let log: Logger | undefined;
+    Object.defineProperty(ctx.state, 'log', {
+      get: () => (log ??= logger.child({ requestId })),
+      set: (value: Logger) => (log = value),
+      enumerable: true,
+      configurable: true,
+    });
     ctx.set('request-id', requestId);
     try {
       await runInRequestScope({ requestId, sourceAddress: () => clientAddress(ctx) }, next);
     } finally {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      ctx.state.log.info(
-        { method, path, status: ctx.status, ms: Math.round(ms * 10) / 10, clientAddress: clientAddress(ctx) },
-        'request',
-      );
+      if (logger.isLevelEnabled('info')) {
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        const fields = { method, path, status: ctx.status, ms: Math.round(ms * 10) / 10 };
+        ctx.state.log.info({ ...fields, clientAddress: clientAddress(ctx) }, 'request');
+      }
     }
   };
 }

@@ -2,6 +2,7 @@ import { errors, type Account, type FindAccount, type KoaContextWithOIDC } from 
 import type { Identity } from '../repositories/identities-repository.js';
 import { isForeignKeyViolation } from '../db/db-errors.js';
 import { isDisabled } from '../services/auth/identity-status.js';
+import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
 
@@ -10,6 +11,8 @@ export interface AccountPolicyDeps {
   sessions: OidcSessions;
   /** What the refresh token's read already brought of its grant within this request. */
   prefetch?: GrantPrefetch;
+  /** The identity the login step completing on this request has just read (its in-process resume). */
+  completedLogins?: CompletedLogins;
   now?: () => Date;
 }
 
@@ -31,6 +34,7 @@ export function createAccountPolicy({
   findIdentity,
   sessions,
   prefetch,
+  completedLogins,
   now = () => new Date(),
 }: AccountPolicyDeps) {
   // One token request asks for a grant's facts twice (account, then claims): read them once.
@@ -53,7 +57,10 @@ export function createAccountPolicy({
    */
   const findAccount: FindAccount = async (ctx, sub, token) => {
     const hit = token?.grantId ? prefetch?.get(ctx, token.grantId) : undefined;
-    const identity = hit && hit.accountId === sub ? hit.identity : await findIdentity(sub);
+    const identity =
+      hit && hit.accountId === sub
+        ? hit.identity
+        : (completedLogins?.identityFor(ctx.req, sub) ?? (await findIdentity(sub)));
     if (!identity || isDisabled(identity, now())) return undefined;
     let facts: LoginFacts | undefined;
     if (token?.grantId) {

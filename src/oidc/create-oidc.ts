@@ -17,6 +17,7 @@ import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
 import { createProvider, type GrantObserver, type OidcDurations } from './create-provider.js';
 import { createEndSession } from './end-session.js';
+import { createCompletedLogins } from './completed-logins.js';
 import { createGrantPrefetch } from './grant-prefetch.js';
 import { createIssuerRegistry, providerCallback, type IssuerSpec } from './issuer-registry.js';
 import { createLoginFlow, type LoginFlowDeps } from './login-flow.js';
@@ -143,7 +144,13 @@ export async function createOidc(deps: OidcDeps) {
   });
   deps.revocations.hooks.push((trx, identityId) => sessions.forgetIdentity(trx, identityId));
   const prefetch = createGrantPrefetch();
-  const accounts = createAccountPolicy({ findIdentity: deps.findIdentity, sessions, prefetch });
+  const completedLogins = createCompletedLogins();
+  const accounts = createAccountPolicy({
+    findIdentity: deps.findIdentity,
+    sessions,
+    prefetch,
+    completedLogins,
+  });
   const Adapter = createPostgresAdapter({
     knex,
     onGrantDestroyed: (grantId) => sessions.endGrant(grantId),
@@ -186,6 +193,7 @@ export async function createOidc(deps: OidcDeps) {
       totp: deps.totp,
       findIdentity: deps.findIdentity,
       findPolicy: deps.findPolicy,
+      completedLogins,
     }),
     verifier,
     sessions,

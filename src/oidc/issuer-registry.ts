@@ -42,6 +42,7 @@ export function normaliseHost(host: string | undefined): string | undefined {
  */
 export function createIssuerRegistry(specs: IssuerSpec[], build: ProviderBuilder) {
   let entries = new Map<string, IssuerEntry>();
+  const issuerList = [...new Set(specs.map((s) => issuerOf(s.address)))];
 
   return {
     rebuild(keys: KeySet): void {
@@ -64,8 +65,9 @@ export function createIssuerRegistry(specs: IssuerSpec[], build: ProviderBuilder
       return entries.get(key);
     },
 
+    /** The same array on every call (read on every bearer request): callers must not change it. */
     issuers(): string[] {
-      return [...new Set(specs.map((s) => issuerOf(s.address)))];
+      return issuerList;
     },
 
     entries(): IssuerEntry[] {

@@ -14,6 +14,7 @@ import { CLIENT_ID } from './create-provider.js';
 import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
 import type { PrimaryMethod } from './login-paths.js';
 import { amrWithMfa, credentialName, type LoginState } from './login-state.js';
+import type { CompletedLogins } from './completed-logins.js';
 import type { LoginFacts } from './oidc-sessions.js';
 import { resumeInProcess } from './resume-in-process.js';
 import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second-factors.js';
@@ -88,6 +89,8 @@ export interface LoginFlowDeps {
   >;
   findIdentity: (id: string) => Promise<Identity | undefined>;
   findPolicy: (id: string) => Promise<AuthPolicy | undefined>;
+  /** Hands the identity read here to the provider's resume of the same request. */
+  completedLogins?: Pick<CompletedLogins, 'remember'>;
   now?: () => Date;
 }
 
@@ -285,6 +288,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       svc: { ...state, ...facts },
     };
     await pending.interaction.persist();
+    deps.completedLogins?.remember(ctx.req, identity);
     await resumeInProcess(pending.entry, ctx, pending.interaction);
   }
 

@@ -83,11 +83,9 @@ export function createOidcSessions({
 
     /** The facts of a grant whose API session still exists; undefined once it has ended. */
     async factsOf(grantId: string): Promise<LoginFacts | undefined> {
-      const stored = await oidcPayloadsRepository.find(knex, MODEL, grantId, now());
-      if (!stored) return undefined;
-      const { apiSessionId } = stored.payload as unknown as LoginFacts;
-      const session = await apiSessionsRepository.findById(knex, apiSessionId);
-      return liveFacts(stored.payload, session?.expiresAt ?? null, now());
+      // The facts row's `uid` is its API session id (see `start`): one joined read.
+      const stored = await oidcPayloadsRepository.findWithSession(knex, MODEL, grantId, now());
+      return stored && liveFacts(stored.payload, stored.sessionExpiresAt, now());
     },
 
     /** The provider destroyed a grant (replay, revocation): its API session ends too. */

@@ -140,7 +140,8 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
 
   const bearer: BearerVerifier = {
     async verify(tokens: string[]): Promise<Principal> {
-      const ours = tokens.find(isOurs);
+      // A token verified before is ours (its issuer is checked again on the hit): no decoding.
+      const ours = tokens.find((t) => verified.has(t) || isOurs(t));
       if (!ours) throw invalid('no token of ours');
       const { claims, identity } = await verifyAccessToken(ours);
       const amr = Array.isArray(claims.amr) ? claims.amr : [];

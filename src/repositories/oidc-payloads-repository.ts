@@ -78,6 +78,26 @@ export const oidcPayloadsRepository = {
   },
 
   /**
+   * A row with the expiry of the API session its `uid` names (our login facts keep their API
+   * session id there), in one statement; `sessionExpiresAt` is null once that session is gone.
+   */
+  async findWithSession(
+    db: Db,
+    model: string,
+    id: string,
+    now: Date,
+  ): Promise<(StoredOidcPayload & { sessionExpiresAt: Date | null }) | undefined> {
+    const row: (Row & { session_expires_at: Date | null }) | undefined = await db('oidc_payloads')
+      .leftJoin('api_sessions', 'api_sessions.id', 'oidc_payloads.uid')
+      .where({ 'oidc_payloads.model': model, 'oidc_payloads.id': hashTokenId(id) })
+      .andWhere((q) => q.whereNull('oidc_payloads.expires_at').orWhere('oidc_payloads.expires_at', '>', now))
+      .first('oidc_payloads.payload', 'oidc_payloads.consumed_at', {
+        session_expires_at: 'api_sessions.expires_at',
+      });
+    return row && { ...toStored(row), sessionExpiresAt: row.session_expires_at ?? null };
+  },
+
+  /**
    * Newest row wins: parallel logins may have produced duplicate uids
    * (https://github.com/panva/node-oidc-provider/issues/1145).
    */

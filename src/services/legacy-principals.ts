@@ -6,11 +6,11 @@ import type { IdentityContextCache } from './identity-context.js';
 import type { SessionService } from './session-service.js';
 
 /**
- * The caller behind a legacy `svc-session` token. The session row is read on every request: logout
- * deletes it without an event on the change feed, so only the row says the session still stands.
- * The identity and its policy come from the in-memory identity context, which every instance drops
- * on the identity events that deleting, disabling, enabling, a privilege or policy change publish
- * (those that end access also delete the identity's session rows in the same transaction).
+ * The caller behind a legacy `svc-session` token, from memory in the steady state: the session
+ * from the session service's cache (a logout publishes an `api_session` event), the identity and
+ * its policy from the in-memory identity context. Every instance drops both on the identity events
+ * that deleting, disabling, enabling, a privilege or policy change publish (those that end access
+ * also delete the identity's session rows in the same transaction).
  */
 export function createLegacyPrincipals({
   sessions,

@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import type { AfterCommit } from '../db/transaction.js';
-import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
+import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
 import { identitiesRepository, type IdentityChanges } from '../repositories/identities-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
@@ -121,8 +121,13 @@ export function createRevocationService(deps: RevocationServiceDeps) {
       onCommit(afterCommit);
     },
 
-    async revokeApiSession(trx: Db, sessionId: string, options: RevokeOptions = {}): Promise<void> {
-      await apiSessionsRepository.delete(trx, sessionId);
+    /** Ends an API session; returns its row when it was still there. */
+    async revokeApiSession(
+      trx: Db,
+      sessionId: string,
+      options: RevokeOptions = {},
+    ): Promise<ApiSession | undefined> {
+      const ended = await apiSessionsRepository.delete(trx, sessionId);
       await revocationsRepository.insert(trx, {
         kind: 'api_session',
         subject: sessionId,
@@ -130,6 +135,7 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         expiresAt: expiry(),
       });
       published(options, { kind: 'api-session', sessionId });
+      return ended;
     },
 
     afterCommit,

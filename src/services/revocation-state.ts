@@ -1,7 +1,11 @@
 import type { Logger } from 'pino';
 import { createChangeFeed, type ChangeFeed, type ChangeFeedMode } from '../db/change-feed.js';
 import type { Database } from '../db/create-database.js';
-import { revocationsRepository, type Revocation } from '../repositories/revocations-repository.js';
+import {
+  revocationsRepository,
+  type Revocation,
+  type RevocationKind,
+} from '../repositories/revocations-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import { outsideRequestScope } from './request-scope.js';
 
@@ -50,7 +54,8 @@ export function createRevocationState({
   const sessions = new Map<string, number>();
   const identities = new Map<string, Entry>();
   const gaps = new Map<number, number>();
-  const identityListeners: ((identityId: string) => void)[] = [];
+  const identityListeners: ((identityId: string, kind: RevocationKind) => void)[] = [];
+  const sessionListeners: ((sessionId: string) => void)[] = [];
   let maxId = 0;
   // What is in force at start was received by an earlier run of this process, or never concerned it.
   let loaded = false;
@@ -82,9 +87,12 @@ export function createRevocationState({
         ...(r.kind === 'identity' ? { identityId: r.subject } : { sessionId: r.subject }),
       });
     }
-    if (r.kind === 'api_session') sessions.set(r.subject, Math.max(sessions.get(r.subject) ?? 0, expiresAt));
+    if (r.kind === 'api_session') {
+      sessions.set(r.subject, Math.max(sessions.get(r.subject) ?? 0, expiresAt));
+      for (const listener of sessionListeners) listener(r.subject);
+    }
     if (r.kind === 'identity' || r.kind === 'identity_facts') {
-      for (const listener of identityListeners) listener(r.subject);
+      for (const listener of identityListeners) listener(r.subject, r.kind);
     }
     if (r.kind === 'identity') {
       const minGeneration = r.generation === null ? Infinity : r.generation;
@@ -173,12 +181,17 @@ export function createRevocationState({
      * Called for every identity event applied, a revocation or a change of its facts (caches of
      * identity facts drop their entry).
      */
-    onIdentityRevoked(listener: (identityId: string) => void): void {
+    onIdentityRevoked(listener: (identityId: string, kind: RevocationKind) => void): void {
       identityListeners.push(listener);
     },
 
     /** Whether the feed is up: the LISTEN connection subscribed, or polling (a metrics gauge). */
     isListening: () => feed.state().subscribed,
+
+    /** Called for every API session ended (logout, end of its grant): caches of sessions drop it. */
+    onSessionRevoked(listener: (sessionId: string) => void): void {
+      sessionListeners.push(listener);
+    },
 
     /** The backend pid of the LISTEN connection (tests cut it to prove nothing is lost). */
     listenerPid: () => feed.state().backendPid,

@@ -1,16 +1,25 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/create-database.js';
+import { inTransaction } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import { newId, newToken, sha256Hex } from '../crypto/random.js';
 import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import type { RevocationService } from './revocation-service.js';
 
 export interface SessionServiceDeps {
-  db: Db;
+  db: Knex;
   /** edge.api.sessionTimeout in seconds. */
   sessionTimeout: number;
   audit?: AuditTrail;
+  /** A logout is an `api_session` revocation, so every instance drops the session at once. */
+  revocations: Pick<RevocationService, 'revokeApiSession'>;
   now?: () => Date;
+  /** Sessions kept in memory; the oldest entry goes first when full. */
+  maxCached?: number;
+  /** A safety net only: the change feed drops entries at once. */
+  cacheTtlMs?: number;
 }
 
 export interface NewSessionFacts {
@@ -21,22 +30,73 @@ export interface NewSessionFacts {
   mfaRequired: boolean;
 }
 
+const invalid = () => new AppError('UNAUTHORIZED', { challenges: [challenges.sessionInvalid()] });
+const expired = () => new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
+
 /**
  * Legacy API sessions: an opaque token stored as its SHA-256, expiring after `sessionTimeout`
  * without use. The stored expiry is the session's real one (the one responses state); a use slides
  * it only once it lags the slid value by a minute (or a tenth of the timeout if that is shorter), so
  * a busy session costs one write a minute instead of one per request, and an idle session ends
  * between that slack and `sessionTimeout` after its last use (docs/operations.md).
+ *
+ * Sessions are kept in memory by token hash, so a request in the steady state reads nothing
+ * (docs/architecture.md, "Legacy sessions in memory"). Every way a session ends reaches every
+ * instance: a logout and the revocation of its identity publish events on the change feed, which
+ * call `forget` / `forgetIdentity`; a deleted identity publishes an identity event too; an expired
+ * session is refused by its expiry, and the database is asked again before refusing, since another
+ * instance may have slid it. A session whose MFA step is still owed is not kept: completing the step
+ * changes the row, and every instance must see that change.
  */
 export function createSessionService({
   db,
   sessionTimeout,
   audit = NO_AUDIT,
+  revocations,
   now = () => new Date(),
+  maxCached = 10_000,
+  cacheTtlMs = 300_000,
 }: SessionServiceDeps) {
   const timeoutMs = sessionTimeout * 1000;
   // Writes are skipped while the stored expiry is this close to the one a write would set.
   const writeSlackMs = Math.min(60_000, timeoutMs / 10);
+  const cache = new Map<string, { session: ApiSession; at: number }>();
+  const hashOf = new Map<string, string>();
+  // Bumped by every drop: a read that started before a drop must not put the session back.
+  let epoch = 0;
+
+  function drop(hash: string): void {
+    const entry = cache.get(hash);
+    if (!entry) return;
+    cache.delete(hash);
+    hashOf.delete(entry.session.id);
+  }
+
+  function remember(hash: string, session: ApiSession, readAtEpoch: number, at: Date): void {
+    if (readAtEpoch !== epoch || (session.mfaRequired && !session.mfaComplete)) return;
+    drop(hash);
+    cache.set(hash, { session, at: at.getTime() });
+    hashOf.set(session.id, hash);
+    if (cache.size > maxCached) drop(cache.keys().next().value!);
+  }
+
+  /** The row as the database has it now; refuses an ended or expired session. */
+  async function read(hash: string, at: Date): Promise<ApiSession> {
+    const readAtEpoch = epoch;
+    const session = await apiSessionsRepository.findByTokenHash(db, hash);
+    if (!session || session.expiresAt <= at) drop(hash);
+    if (!session) throw invalid();
+    if (session.expiresAt <= at) throw expired();
+    remember(hash, session, readAtEpoch, at);
+    return session;
+  }
+
+  /** An `api_session` event: that session ended. */
+  function forget(sessionId: string): void {
+    epoch++;
+    const hash = hashOf.get(sessionId);
+    if (hash) drop(hash);
+  }
 
   return {
     async create(facts: NewSessionFacts, trx: Db = db): Promise<{ session: ApiSession; token: string }> {
@@ -58,34 +118,51 @@ export function createSessionService({
 
     /** The live session for a token, its expiry slid forward; 401 with the svc-session challenge otherwise. */
     async resolve(token: string): Promise<ApiSession> {
-      const session =
-        token.length <= 256 ? await apiSessionsRepository.findByTokenHash(db, sha256Hex(token)) : undefined;
-      if (!session) throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionInvalid()] });
+      if (token.length > 256) throw invalid();
+      const hash = sha256Hex(token);
       const at = now();
-      if (session.expiresAt <= at)
-        throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
+      const hit = cache.get(hash);
+      const session =
+        hit && hit.session.expiresAt > at && at.getTime() - hit.at < cacheTtlMs
+          ? hit.session
+          : await read(hash, at);
       const next = new Date(at.getTime() + timeoutMs);
       const stale = new Date(next.getTime() - writeSlackMs);
       if (session.expiresAt > stale) return session;
+      const readAtEpoch = epoch;
       const touched = await apiSessionsRepository.touch(db, session.id, at, next, stale);
-      if (touched) return touched;
+      if (touched) {
+        remember(hash, touched, readAtEpoch, at);
+        return touched;
+      }
       // Nothing written: another request slid it first (the row is live), or it ended meanwhile.
-      const current = await apiSessionsRepository.findById(db, session.id);
-      if (!current) throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionInvalid()] });
-      if (current.expiresAt <= at)
-        throw new AppError('UNAUTHORIZED', { challenges: [challenges.sessionExpired()] });
-      return current;
+      drop(hash);
+      return read(hash, at);
     },
 
-    async end(sessionId: string): Promise<boolean> {
-      const ended = await apiSessionsRepository.delete(db, sessionId);
-      if (ended)
-        audit.record({ event: 'session.ended', sessionId, kind: 'legacy', identityId: ended.identityId });
-      return ended !== undefined;
+    /** Logout: the row goes and every instance learns it from the change feed. */
+    async end(sessionId: string): Promise<void> {
+      forget(sessionId);
+      await inTransaction(db, async (trx, afterCommit) => {
+        const ended = await revocations.revokeApiSession(trx, sessionId, { afterCommit, cause: 'logout' });
+        if (ended) {
+          const event = { event: 'session.ended', sessionId, kind: 'legacy', identityId: ended.identityId };
+          audit.recordAfterCommit(afterCommit, event);
+        }
+      });
     },
 
     async completeMfa(sessionId: string, amr: string[]): Promise<ApiSession | undefined> {
+      forget(sessionId);
       return apiSessionsRepository.completeMfa(db, sessionId, amr);
+    },
+
+    forget,
+
+    /** An identity event that ends access: its sessions were deleted with it. */
+    forgetIdentity(identityId: string): void {
+      epoch++;
+      for (const [hash, entry] of cache) if (entry.session.identityId === identityId) drop(hash);
     },
   };
 }

@@ -151,6 +151,52 @@ describeWithPostgres('two controller processes on one PostgreSQL database', () =
     expect((await refreshTokens(onB, rotated.body.refresh_token)).status).toBe(400);
   });
 
+  // B serves legacy sessions from memory; only the change feed tells it that one has ended.
+  const legacyLogin = async (client: HttpsClient, username: string, password: string) => {
+    const login = await client.post('/edge/client/v1/authenticate?method=password', {
+      body: { username, password },
+    });
+    expect(login.status).toBe(200);
+    return { 'svc-session': login.body.data.token as string };
+  };
+  const currentSession = (client: HttpsClient, headers: Record<string, string>) =>
+    client.get('/edge/client/v1/current-api-session', { headers });
+  const SESSION_INVALID =
+    'svc-session realm="svc-session", error="invalid", error_description="session is invalid"';
+
+  test('a legacy session logged out on A is refused on B', async () => {
+    const user = await userWithPassword('hollerith');
+    const headers = await legacyLogin(onA, 'hollerith', user.password);
+    for (let i = 0; i < 3; i++) expect((await currentSession(onB, headers)).status).toBe(200);
+
+    expect((await onA.delete('/edge/client/v1/current-api-session', { headers })).status).toBe(200);
+    await waitFor(async () => (await currentSession(onB, headers)).status === 401, {
+      timeout: 15_000,
+      what: 'the logout on the other process',
+    });
+    expect((await currentSession(onB, headers)).header('www-authenticate')).toBe(SESSION_INVALID);
+  });
+
+  test("a privilege change on A ends the identity's legacy sessions on B", async () => {
+    const user = await userWithPassword('babbage');
+    const headers = await legacyLogin(onB, 'babbage', user.password);
+    for (let i = 0; i < 3; i++) expect((await currentSession(onB, headers)).status).toBe(200);
+
+    // Still enabled afterwards: only the ended session, not the identity's standing, refuses it.
+    const promoted = await onA.patch(`${MGMT}/identities/${user.id}`, {
+      headers: { 'svc-session': adminToken },
+      body: { isAdmin: true },
+    });
+    expect(promoted.status).toBe(200);
+    await waitFor(async () => (await currentSession(onB, headers)).status === 401, {
+      timeout: 15_000,
+      what: 'the revocation on the other process',
+    });
+    expect((await currentSession(onB, headers)).header('www-authenticate')).toBe(SESSION_INVALID);
+    const again = await legacyLogin(onB, 'babbage', user.password);
+    expect((await currentSession(onB, again)).body.data.isAdmin).toBe(true);
+  });
+
   test("cutting B's listener connection loses no revocation", async () => {
     const user = await userWithPassword('hamilton');
     const { tokens } = await oidcLogin(onA, { body: { username: 'hamilton', password: user.password } });

@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { exchangeCode, followToCallback, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
+import { enrolledUpdbUser, managementApi } from '../identities/identity-fixtures.js';
+
+describe('password login: SQL statements of the login step', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  /** The statements knex sends while `run` is pending (the once-a-second revocation catch-up aside). */
+  async function statementsOf<T>(run: () => Promise<T>): Promise<{ result: T; sql: string[] }> {
+    const sql: string[] = [];
+    const record = (q: { sql: string }) => sql.push(q.sql);
+    server.app.knex.on('query', record);
+    try {
+      const result = await run();
+      return { result, sql: sql.filter((s) => !s.includes('"revocations"')) };
+    } finally {
+      server.app.knex.off('query', record);
+    }
+  }
+
+  test('the login POST reads the identity twice and releases its lockout in one statement; the exchange reads facts and session at once', async () => {
+    const api = managementApi(server, await server.adminToken());
+    const user = await enrolledUpdbUser(server, api, 'login-statements-user');
+    const started = await startAuthorization(server.client);
+    const { result: login, sql } = await statementsOf(() =>
+      submitLogin(server.client, started, { body: { username: user.username, password: user.password } }),
+    );
+    // The resume answered in-process with the redirect carrying the code.
+    const callback = await followToCallback(server.client, login);
+    const { result: token, sql: exchange } = await statementsOf(() =>
+      exchangeCode(server.client, { code: callback.code, verifier: started.pkce.verifier }),
+    );
+    expect(token.status).toBe(200);
+    // The grant's login facts and their API session's expiry come in one joined read.
+    expect(exchange.filter((s) => /"api_sessions"/.test(s))).toEqual([
+      expect.stringMatching(/^select .* from "oidc_payloads" left join "api_sessions"/),
+    ]);
+
+    // Once to find the login's identity, once after the slow hash (a lock set meanwhile holds);
+    // the provider's resume on the same request takes the identity the step has just read.
+    expect(sql.filter((s) => /^select \* from "identities"/.test(s))).toHaveLength(2);
+    expect(sql.filter((s) => /"login_failures"|login_failures /.test(s))).toHaveLength(2);
+  });
+});
