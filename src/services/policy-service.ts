@@ -12,6 +12,7 @@ import {
 } from '../repositories/auth-policies-repository.js';
 import { externalJwtSignersRepository } from '../repositories/external-jwt-signers-repository.js';
 import type { PolicyPatch } from '../schemas/policy-schemas.js';
+import type { AuthPolicyView } from '../schemas/policy-views.js';
 import type { RevocationService } from './revocation-service.js';
 
 export interface PolicyServiceDeps {
@@ -54,7 +55,7 @@ function merge(base: Omit<AuthPolicyInput, 'name'> & { name?: string }, patch: P
 }
 
 /** The policy as the API shows it (output uses `requireExtJwt`). */
-export function policyView(p: AuthPolicy) {
+export function policyView(p: AuthPolicy): AuthPolicyView {
   return {
     id: p.id,
     name: p.name,
