@@ -25,18 +25,25 @@ export const authenticated = [{ bearerAuth: [] }, { svcSession: [] }];
 export const headers: JsonSchema = {
   'expiration-seconds': {
     description: 'Whole seconds until the API session (or the access token) expires.',
+    required: true,
     schema: { type: 'integer', minimum: 0 },
   },
   'expires-at': {
     description: 'When the API session (or the access token) expires, RFC 3339 UTC.',
+    required: true,
     schema: { type: 'string', format: 'date-time' },
   },
   'WWW-Authenticate': {
     description:
       'One challenge per header: realms svc-session, svc-oidc, svc-primary-ext-jwt, svc-secondary-ext-jwt.',
+    required: true,
     schema: str,
   },
-  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying.',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+  },
 };
 
 /** The list query: `limit`, `offset`, `sort`, `filter`. */
