@@ -2,8 +2,8 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { TestResponse } from '../helpers/https-client.js';
 
-// ajv-formats is CommonJS: its default export arrives wrapped under ESM.
-const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as typeof addFormatsModule;
+// ajv-formats is CommonJS: under ESM the default import is `module.exports`, the plugin its `default`.
+const addFormats = addFormatsModule.default;
 
 const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
