@@ -43,8 +43,11 @@ export function mfaRoutes(router: Router, deps: RouteDeps): void {
 
   router.post(MFA_PATH, auth, async (ctx: Context) => {
     const p = principalOf(ctx);
-    const start: TotpEnrollmentView = await totp.startEnrollment(p.identityId, p.identityName);
-    sendData(ctx, start, 201);
+    sendData(
+      ctx,
+      (await totp.startEnrollment(p.identityId, p.identityName)) satisfies TotpEnrollmentView,
+      201,
+    );
   });
 
   router.get(MFA_PATH, auth, async (ctx: Context) => {
@@ -80,8 +83,9 @@ export function mfaRoutes(router: Router, deps: RouteDeps): void {
   });
 
   router.get(`${MFA_PATH}/recovery-codes`, auth, async (ctx: Context) => {
-    const remaining = await totp.remainingRecoveryCodes(principalOf(ctx).identityId);
-    sendData(ctx, { remaining } satisfies RecoveryCodesRemainingView);
+    sendData(ctx, {
+      remaining: await totp.remainingRecoveryCodes(principalOf(ctx).identityId),
+    } satisfies RecoveryCodesRemainingView);
   });
 
   router.post(`${MFA_PATH}/recovery-codes`, auth, parseBody(), async (ctx: Context) => {
