@@ -1,8 +1,7 @@
-import { errorCatalog } from '../errors/error-catalog.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../schemas/list-query.js';
-import { int, obj, ref, str, type JsonSchema } from './json-schema.js';
+import { obj, ref, str, type JsonSchema } from './json-schema.js';
 import { requestSchemas } from './request-schemas.js';
-import { resourceSchemas } from './resource-schemas.js';
+import { responseSchemas } from './response-schemas.js';
 
 /** An OIDC access token or the legacy session token, on both Edge APIs. */
 export const securitySchemes: JsonSchema = {
@@ -26,18 +25,25 @@ export const authenticated = [{ bearerAuth: [] }, { svcSession: [] }];
 export const headers: JsonSchema = {
   'expiration-seconds': {
     description: 'Whole seconds until the API session (or the access token) expires.',
+    required: true,
     schema: { type: 'integer', minimum: 0 },
   },
   'expires-at': {
     description: 'When the API session (or the access token) expires, RFC 3339 UTC.',
+    required: true,
     schema: { type: 'string', format: 'date-time' },
   },
   'WWW-Authenticate': {
     description:
       'One challenge per header: realms svc-session, svc-oidc, svc-primary-ext-jwt, svc-secondary-ext-jwt.',
+    required: true,
     schema: str,
   },
-  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying.',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+  },
 };
 
 /** The list query: `limit`, `offset`, `sort`, `filter`. */
@@ -82,47 +88,15 @@ export const listParameters = ['limit', 'offset', 'sort', 'filter'].map((name) =
   $ref: `#/components/parameters/${name}`,
 }));
 
-const emptyObject: JsonSchema = { type: 'object', additionalProperties: false };
-
-/** The Edge envelopes: `{data, meta}` and `{error, meta}`. */
-const envelopeSchemas: Record<string, JsonSchema> = {
-  Pagination: obj({ limit: int, offset: int, totalCount: int }),
-  ListMeta: obj({ pagination: ref('Pagination') }),
-  EmptyEnvelope: obj({ data: emptyObject, meta: emptyObject }),
-  CreatedEnvelope: obj({
-    data: obj({
-      id: str,
-      _links: obj({ self: obj({ href: { type: 'string', example: './identities/abc' } }) }),
-    }),
-    meta: emptyObject,
-  }),
-  ErrorEnvelope: obj({
-    error: obj(
-      {
-        code: { type: 'string', enum: Object.keys(errorCatalog) },
-        message: str,
-        cause: {
-          type: 'object',
-          description: 'For COULD_NOT_VALIDATE: the `field` and the `reason`.',
-          properties: { field: str, reason: str },
-        },
-        requestId: str,
-      },
-      ['cause'],
-    ),
-    meta: obj({ apiVersion: { type: 'string', const: '1' } }),
-  }),
-};
-
 export const componentSchemas: Record<string, JsonSchema> = {
-  ...envelopeSchemas,
-  ...resourceSchemas,
+  ...responseSchemas,
   ...requestSchemas,
 };
 
 /** `{"data": …, "meta": {}}`. */
-export const dataEnvelope = (data: JsonSchema): JsonSchema => obj({ data, meta: { type: 'object' } });
+export const dataEnvelope = (data: JsonSchema): JsonSchema =>
+  obj({ data, meta: { type: 'object', additionalProperties: false } }, [], { additionalProperties: false });
 
 /** `{"data": [...], "meta": {"pagination": …}}`. */
 export const listEnvelope = (item: JsonSchema): JsonSchema =>
-  obj({ data: { type: 'array', items: item }, meta: ref('ListMeta') });
+  obj({ data: { type: 'array', items: item }, meta: ref('ListMeta') }, [], { additionalProperties: false });

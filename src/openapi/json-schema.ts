@@ -22,14 +22,6 @@ export function fromZod(schema: z.ZodType, descriptions: Record<string, string> 
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 
 export const str: JsonSchema = { type: 'string' };
-export const bool: JsonSchema = { type: 'boolean' };
-export const int: JsonSchema = { type: 'integer' };
-export const dateTime: JsonSchema = { type: 'string', format: 'date-time' };
-export const strList: JsonSchema = { type: 'array', items: str };
-
-export function nullable(schema: JsonSchema): JsonSchema {
-  return { ...schema, type: [schema.type, 'null'] };
-}
 
 /** An object whose members are all required except those named `optional`. */
 export function obj(

@@ -61,6 +61,12 @@ function errorCodes(route: RouteDoc): ErrorCode[] {
   return [...codes];
 }
 
+/** WWW-Authenticate where only some of the codes of a status challenge. */
+const optionalChallenge: JsonSchema = {
+  description: 'With UNAUTHORIZED, and with INVALID_AUTH of an external JWT: one challenge per header.',
+  schema: { type: 'string' },
+};
+
 /**
  * One response per status, naming its codes and narrowing the envelope's `code` to them. Each
  * distinct set is a shared component named by its codes (e.g. `COULD_NOT_VALIDATE.MFA_INVALID_TOKEN`)
@@ -76,10 +82,14 @@ function errorResponses(codes: ErrorCode[], shared: Record<string, JsonSchema>):
   const responses: Record<string, JsonSchema> = {};
   for (const [status, group] of [...byStatus].sort(([a], [b]) => a - b)) {
     const extraHeaders =
-      // Session and token refusals challenge (RFC 7235 §4.1); a refused TLS client certificate
-      // alone (INVALID_AUTH) has no scheme to name, as at certificate login.
+      // Session and token refusals challenge (RFC 7235 §4.1); a refused credential at login
+      // (INVALID_AUTH) challenges only when there is a scheme to name, so beside it the header
+      // is optional.
       status === 401 && group.includes('UNAUTHORIZED')
-        ? { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } }
+        ? {
+            'WWW-Authenticate':
+              group.length === 1 ? { $ref: '#/components/headers/WWW-Authenticate' } : optionalChallenge,
+          }
         : status === 429
           ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } }
           : undefined;

@@ -7,6 +7,7 @@ import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
 import { mfaCodeSchema } from '../schemas/mfa-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
+import type { ApiSessionView, AuthQueryView, CurrentApiSessionView } from '../schemas/session-views.js';
 import type { RouteDeps } from './route-deps.js';
 import { completeSessionMfa } from './mfa-routes.js';
 import { primaryLoginsFor } from './primary-logins.js';
@@ -23,7 +24,7 @@ export const LEGACY_MFA_QUERY = {
   minLength: 6,
   maxLength: 6,
   provider: 'svc',
-} as const;
+} as const satisfies AuthQueryView;
 
 /**
  * Legacy session login: `POST /authenticate?method=password|cert|ext-jwt`, and
@@ -59,7 +60,7 @@ export function authenticateRoutes(router: Router, deps: RouteDeps): void {
       isMfaRequired: mfaRequired,
       isMfaComplete: false,
       authQueries: mfaRequired ? [LEGACY_MFA_QUERY] : [],
-    });
+    } satisfies ApiSessionView);
   });
 
   router.post(
@@ -103,7 +104,7 @@ export function currentSessionRoutes(router: Router, deps: RouteDeps): void {
         isMfaComplete: p.mfaComplete,
         expiresAt: p.expiresAt.toISOString(),
         expirationSeconds: Math.max(0, Math.floor((p.expiresAt.getTime() - Date.now()) / 1000)),
-      });
+      } satisfies CurrentApiSessionView);
     },
   );
   router.delete(

@@ -6,6 +6,12 @@ import { authenticate, principalOf } from '../middleware/authenticate.js';
 import type { Principal } from '../services/auth/principal.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import { mfaCodeSchema, optionalMfaCodeSchema } from '../schemas/mfa-schemas.js';
+import type {
+  RecoveryCodesRemainingView,
+  RecoveryCodesView,
+  TotpDetailView,
+  TotpEnrollmentView,
+} from '../schemas/mfa-views.js';
 import { parseInput } from '../schemas/parse-input.js';
 import { qrPng } from '../services/mfa/qr-code.js';
 import type { RouteDeps } from './route-deps.js';
@@ -37,7 +43,11 @@ export function mfaRoutes(router: Router, deps: RouteDeps): void {
 
   router.post(MFA_PATH, auth, async (ctx: Context) => {
     const p = principalOf(ctx);
-    sendData(ctx, await totp.startEnrollment(p.identityId, p.identityName), 201);
+    sendData(
+      ctx,
+      (await totp.startEnrollment(p.identityId, p.identityName)) satisfies TotpEnrollmentView,
+      201,
+    );
   });
 
   router.get(MFA_PATH, auth, async (ctx: Context) => {
@@ -47,7 +57,7 @@ export function mfaRoutes(router: Router, deps: RouteDeps): void {
       ...detail,
       createdAt: detail.createdAt.toISOString(),
       verifiedAt: detail.verifiedAt?.toISOString() ?? null,
-    });
+    } satisfies TotpDetailView);
   });
 
   router.delete(MFA_PATH, auth, parseBody(), async (ctx: Context) => {
@@ -73,12 +83,14 @@ export function mfaRoutes(router: Router, deps: RouteDeps): void {
   });
 
   router.get(`${MFA_PATH}/recovery-codes`, auth, async (ctx: Context) => {
-    sendData(ctx, { remaining: await totp.remainingRecoveryCodes(principalOf(ctx).identityId) });
+    sendData(ctx, {
+      remaining: await totp.remainingRecoveryCodes(principalOf(ctx).identityId),
+    } satisfies RecoveryCodesRemainingView);
   });
 
   router.post(`${MFA_PATH}/recovery-codes`, auth, parseBody(), async (ctx: Context) => {
     const { code } = parseInput(mfaCodeSchema, bodyOf(ctx));
     const recoveryCodes = await totp.regenerateRecoveryCodes(principalOf(ctx).identityId, code);
-    sendData(ctx, { recoveryCodes });
+    sendData(ctx, { recoveryCodes } satisfies RecoveryCodesView);
   });
 }

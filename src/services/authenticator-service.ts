@@ -4,10 +4,11 @@ import { inTransaction } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import type { AuthenticatorView } from '../schemas/enrollment-views.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 
 /** What the management API shows of an authenticator: never the password hash. */
-export function authenticatorView(a: Authenticator) {
+export function authenticatorView(a: Authenticator): AuthenticatorView {
   return {
     id: a.id,
     identityId: a.identityId,

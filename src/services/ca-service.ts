@@ -12,6 +12,7 @@ import {
 } from '../crypto/certificates.js';
 import { casRepository, type Ca, type CaChanges } from '../repositories/cas-repository.js';
 import type { CaCreateInput, CaUpdateInput } from '../schemas/ca-schemas.js';
+import type { CaView } from '../schemas/ca-views.js';
 import { enrollmentsRepository } from '../repositories/enrollments-repository.js';
 import { DEFAULT_IDENTITY_NAME_FORMAT } from './identity-name-format.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
@@ -26,7 +27,7 @@ export interface CaServiceDeps {
 }
 
 /** The CA detail the API shows (fingerprint, isVerified and verificationToken included). */
-export const caView = (ca: Ca) => ({
+export const caView = (ca: Ca): CaView => ({
   id: ca.id,
   name: ca.name,
   certPem: ca.certPem,

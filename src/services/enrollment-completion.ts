@@ -21,6 +21,7 @@ import {
 import { createCaAutoEnrollment } from './ca-auto-enrollment.js';
 import type { EnrollmentTokens } from './enrollment-tokens.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import type { EnrolledCertificate } from '../schemas/enrollment-views.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 import { passwordRuleViolation } from './password-rules.js';
 import type { PkiMaterial } from './pki-service.js';
@@ -118,7 +119,7 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
     },
 
     /** OTT: signs the CSR with our signing CA; returns the chain (leaf, then the signing CA). */
-    async ott(token: string, csrPem: string): Promise<{ cert: string }> {
+    async ott(token: string, csrPem: string): Promise<EnrolledCertificate> {
       const enrollment = await pending(token, 'ott');
       let leafPem: string;
       try {

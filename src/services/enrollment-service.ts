@@ -13,6 +13,7 @@ import {
   type EnrollmentMethod,
 } from '../repositories/enrollments-repository.js';
 import type { EnrollmentCreateInput } from '../schemas/enrollment-schemas.js';
+import type { EnrollmentView } from '../schemas/enrollment-views.js';
 import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
@@ -101,7 +102,7 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
     });
   }
 
-  async function view(stored: Enrollment) {
+  async function view(stored: Enrollment): Promise<EnrollmentView> {
     const e = deps.tokens.open(stored);
     return {
       id: e.id,

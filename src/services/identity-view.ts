@@ -6,6 +6,11 @@ import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { enrollmentsRepository, type Enrollment } from '../repositories/enrollments-repository.js';
 import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
+import type {
+  IdentityAuthenticators,
+  IdentityDetail,
+  IdentityEnrollments,
+} from '../schemas/identity-views.js';
 import { isDisabled } from './auth/identity-status.js';
 
 /** Signs the enrollment JWT shown in identity details (the enrollment service provides it). */
@@ -18,8 +23,8 @@ export interface IdentityViewDeps {
   now?: () => Date;
 }
 
-function authenticatorsView(list: Authenticator[]) {
-  const view: Record<string, unknown> = {};
+function authenticatorsView(list: Authenticator[]): IdentityAuthenticators {
+  const view: IdentityAuthenticators = {};
   for (const a of list) {
     if (a.method === 'updb') view.updb = { id: a.id, username: a.username };
     if (a.method === 'cert') view.cert = { id: a.id, fingerprint: a.certFingerprint };
@@ -31,8 +36,8 @@ async function enrollmentView(
   list: Enrollment[],
   sign: EnrollmentJwtSigner,
   tokens: IdentityViewDeps['tokens'],
-) {
-  const view: Record<string, unknown> = {};
+): Promise<IdentityEnrollments> {
+  const view: IdentityEnrollments = {};
   for (const stored of list) {
     const e = tokens.open(stored);
     view[e.method] = {
@@ -62,7 +67,7 @@ export interface IdentityFacts {
   /** The latest expiry among the identity's API sessions at reading time (epoch ms; 0: none). */
   sessionsUntil: number;
   /** The enrollment part, signed once when first shown. */
-  enrollmentView?: Promise<Record<string, unknown>>;
+  enrollmentView?: Promise<IdentityEnrollments>;
 }
 
 /** The identity detail (authenticators, enrollments, MFA, session), for a page of identities at once. */
@@ -86,7 +91,7 @@ export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new 
     }));
   }
 
-  async function render(facts: IdentityFacts) {
+  async function render(facts: IdentityFacts): Promise<IdentityDetail> {
     const i = facts.identity;
     facts.enrollmentView ??= enrollmentView(facts.enrollments, signEnrollmentJwt, tokens);
     const enrollment = await facts.enrollmentView.catch((err: unknown) => {
@@ -122,4 +127,4 @@ export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new 
 }
 
 export type IdentityView = ReturnType<typeof createIdentityView>;
-export type IdentityDetail = Awaited<ReturnType<IdentityView['render']>>;
+export type { IdentityDetail };

@@ -13,6 +13,7 @@ import {
 import { externalJwtSignersRepository } from '../repositories/external-jwt-signers-repository.js';
 import type { PolicyPatch } from '../schemas/policy-schemas.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import type { AuthPolicyView } from '../schemas/policy-views.js';
 import type { RevocationService } from './revocation-service.js';
 
 export interface PolicyServiceDeps {
@@ -56,7 +57,7 @@ function merge(base: Omit<AuthPolicyInput, 'name'> & { name?: string }, patch: P
 }
 
 /** The policy as the API shows it (output uses `requireExtJwt`). */
-export function policyView(p: AuthPolicy) {
+export function policyView(p: AuthPolicy): AuthPolicyView {
   return {
     id: p.id,
     name: p.name,

@@ -12,6 +12,7 @@ import {
 } from '../repositories/external-jwt-signers-repository.js';
 import type { SignerPatch } from '../schemas/signer-schemas.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import type { PublicSignerView, SignerView } from '../schemas/signer-views.js';
 
 export interface SignerServiceDeps {
   knex: Knex;
@@ -75,14 +76,14 @@ function checkKeySource(s: ExternalJwtSignerInput, now: Date): ExternalJwtSigner
 }
 
 /** Management view: every field, key material included (admins only). */
-export const signerView = (s: ExternalJwtSigner) => ({
+export const signerView = (s: ExternalJwtSigner): SignerView => ({
   ...s,
   createdAt: s.createdAt.toISOString(),
   updatedAt: s.updatedAt.toISOString(),
 });
 
 /** The anonymous client view: what a client needs to start the IdP flow. */
-export const publicSignerView = (s: ExternalJwtSigner) => ({
+export const publicSignerView = (s: ExternalJwtSigner): PublicSignerView => ({
   id: s.id,
   name: s.name,
   issuer: s.issuer,

@@ -1,4 +1,4 @@
-import { resolve } from '../openapi/schema-check.js';
+import { resolve } from '../openapi/response-validator.js';
 
 /** How an error of an operation must look (README, APIs; docs/operations.md). */
 export type ErrorShape = 'edge' | 'oauth' | 'edge-or-oauth';

@@ -1,6 +1,6 @@
 import { CONTROL_REASON } from '../../src/schemas/safe-text.js';
 import type { TestResponse } from '../helpers/https-client.js';
-import { resolve, schemaProblems } from '../openapi/schema-check.js';
+import { validatorFor } from '../openapi/response-validator.js';
 import type { HostileRequest } from './hostile-requests.js';
 import type { Operation } from './operations.js';
 
@@ -37,12 +37,9 @@ export function oauthErrorProblems(res: TestResponse): string[] {
 /** The response the Edge document names for this status, checked against its schema. */
 function documentedProblems(op: Operation, res: TestResponse): string[] {
   const path = op.path.slice(op.doc.servers[0].url.length);
-  const documented = op.doc.paths[path]?.[op.method.toLowerCase()]?.responses?.[String(res.status)];
-  if (!documented) return [`status ${res.status} is not documented for ${op.key}`];
-  const response = documented.$ref ? resolve(op.doc, documented.$ref) : documented;
-  const schema = response.content?.['application/json']?.schema;
-  if (!schema) return [];
-  return schemaProblems(op.doc, schema, res.body).map((p) => `not as documented: ${p}`);
+  return validatorFor(op.doc)
+    .problems(op.method, path, res, { bodyOnly: true })
+    .map((p) => `${op.key} not as documented: ${p}`);
 }
 
 /** Everything wrong with one answer to a hostile request; empty when it is acceptable. */

@@ -5,16 +5,9 @@ import type { SecretBox } from '../../crypto/secret-box.js';
 import { NO_AUDIT, type AuditTrail } from '../audit-trail.js';
 import { signingKeysRepository, type SigningKey } from '../../repositories/signing-keys-repository.js';
 
-export type KeyState = 'published' | 'signing' | 'retiring';
+import type { KeyState, KeyView } from '../../schemas/key-views.js';
 
-export interface KeyView {
-  kid: string;
-  alg: string;
-  state: KeyState;
-  createdAt: string;
-  signsFrom: string;
-  retiredAt: string | null;
-}
+export type { KeyState, KeyView };
 
 /** What a process needs to sign and verify: built from the table, rebuilt when it changes. */
 export interface KeySet {

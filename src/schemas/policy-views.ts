@@ -1,0 +1,25 @@
+import { z } from 'zod';
+import { count, stringList, timestamps } from './view-fields.js';
+
+/** An auth policy as the API shows it (the secondary JWT signer as `requireExtJwt`). */
+export const authPolicyViewSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  primary: z.object({
+    cert: z.object({ allowed: z.boolean(), allowExpiredCerts: z.boolean() }),
+    updb: z.object({
+      allowed: z.boolean(),
+      minPasswordLength: count,
+      requireSpecialChar: z.boolean(),
+      requireNumberChar: z.boolean(),
+      requireMixedCase: z.boolean(),
+      maxAttempts: count,
+      lockoutDurationMinutes: count,
+    }),
+    extJwt: z.object({ allowed: z.boolean(), allowedSigners: stringList }),
+  }),
+  secondary: z.object({ requireTotp: z.boolean(), requireExtJwt: z.string().nullable() }),
+  ...timestamps,
+});
+
+export type AuthPolicyView = z.infer<typeof authPolicyViewSchema>;
