@@ -113,7 +113,17 @@ describe('README.md shell blocks', () => {
 
       // A fresh directory that `npm start` and `npx svc` treat as the checkout.
       mkdirSync(join(root, 'dist'), { recursive: true }); // the link must point at a directory
-      for (const name of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'node_modules', 'src', 'migrations', 'seeds', 'bin', 'dist']) {
+      for (const name of [
+        'package.json',
+        'tsconfig.json',
+        'tsconfig.build.json',
+        'node_modules',
+        'src',
+        'migrations',
+        'seeds',
+        'bin',
+        'dist',
+      ]) {
         symlinkSync(join(root, name), join(work, name));
       }
       const shims = join(work, '.shims');
@@ -158,7 +168,8 @@ describe('README.md shell blocks', () => {
           // A checkout without dist/ builds it first: minutes on a loaded machine, seconds in CI.
           await waitFor(
             () => {
-              if (server!.exitCode !== null) throw new Error(`${at} exited ${server!.exitCode}:\n${serverOutput}`);
+              if (server!.exitCode !== null)
+                throw new Error(`${at} exited ${server!.exitCode}:\n${serverOutput}`);
               return serverOutput.includes('controller listening');
             },
             { timeout: 240_000, interval: 200, what: `${at} to listen:\n${serverOutput}` },
