@@ -1,9 +1,14 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PkiMaterial } from '../services/pki-service.js';
+import type { RequestHandler } from './request-switch.js';
 
-export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+export interface ListenOptions {
+  /** Attached before the port is bound: no request may find the server without a handler. */
+  onRequest: RequestHandler;
+  /** A client that has not finished the TLS handshake by then is dropped. */
+  handshakeTimeoutMs: number;
+}
 
 export interface BoundServer {
   server: Server;
@@ -22,7 +27,11 @@ const splitHostPort = (hp: string) => {
  * that certificate login works; verification is ours. Repeated `Authorization` headers are kept
  * (joined with ", "): a request may carry our token and a secondary external JWT in two headers.
  */
-export async function listenHttps(iface: string, pki: PkiMaterial): Promise<BoundServer> {
+export async function listenHttps(
+  iface: string,
+  pki: PkiMaterial,
+  options: ListenOptions,
+): Promise<BoundServer> {
   const server = createServer({
     key: pki.server.keyPem,
     cert: pki.server.certPem,
@@ -34,7 +43,9 @@ export async function listenHttps(iface: string, pki: PkiMaterial): Promise<Boun
     keepAliveTimeout: 5000,
     requestTimeout: 30_000,
     headersTimeout: 20_000,
+    handshakeTimeout: options.handshakeTimeoutMs,
   });
+  server.on('request', options.onRequest);
   const { host, port } = splitHostPort(iface);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -44,15 +55,6 @@ export async function listenHttps(iface: string, pki: PkiMaterial): Promise<Boun
     });
   });
   return { server, requested: iface, port: (server.address() as AddressInfo).port };
-}
-
-/** Stops accepting, lets in-flight requests finish (at most `graceMs`), then drops the rest. */
-export async function closeServer(server: Server, graceMs = 10_000): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
-  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-  await closed;
-  clearTimeout(timer);
 }
 
 /** `localhost:0` becomes `localhost:<bound port>` once the interface with port 0 is bound. */

@@ -178,6 +178,8 @@ export async function createOidc(deps: OidcDeps) {
       findPolicy: deps.findPolicy,
     }),
     verifier,
+    /** A Provider exists for the current signing keys (readiness). */
+    keysLoaded: (): boolean => watcher.current() !== undefined,
     sessions,
     endSession: createEndSession({ verifier, sessions }),
     keys: {
