@@ -124,9 +124,11 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
     const switches = new Map<BoundServer, ServedServer['requests']>();
     for (const iface of new Set(config.listeners.flatMap((l) => l.interfaces))) {
       const requests = createRequestSwitch(starting);
+      const proxied = config.listeners.find((l) => l.interfaces.includes(iface))?.proxyProtocol;
       const server = await listenHttps(iface, pki, {
         onRequest: requests.handle,
         handshakeTimeoutMs: config.server.tlsHandshakeTimeout * 1000,
+        proxyProtocol: proxied && { ...proxied, logger },
       });
       served.push({ server: server.server, requests });
       switches.set(server, requests);

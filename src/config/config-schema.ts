@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
+import { parseCidr } from './cidr.js';
 
 /** A duration setting (`90s`, `30m`, `24h`) parsed to whole seconds. */
 const duration = (fallback: string) =>
@@ -64,10 +65,26 @@ const apiBinding = z.object({
     .optional(),
 });
 
+const PROXY_PROTOCOL_DESCRIPTION =
+  'Addresses or CIDR ranges of TCP proxies (HAProxy send-proxy-v2, nginx stream proxy_protocol) ' +
+  'whose connections must start with a PROXY protocol v2 or v1 header: the client address it ' +
+  'carries counts for rate limits, lockouts and logs. A connection from them without a valid ' +
+  'header, and a header from any other address, is closed. Unset or empty: no PROXY protocol.';
+
+const proxyProtocol = z
+  .object({
+    trustedFrom: stringList
+      .pipe(z.array(z.string().refine((s) => parseCidr(s) !== undefined, 'must be an address or CIDR')))
+      .default([])
+      .meta({ description: PROXY_PROTOCOL_DESCRIPTION, examples: [['10.0.0.0/8', '127.0.0.1/32']] }),
+  })
+  .strict();
+
 const webListener = z.object({
   name: z.string().min(1),
   bindPoints: z.array(z.object({ interface: hostPort, address: hostPort.optional() })).min(1),
   apis: z.array(apiBinding).min(1),
+  proxyProtocol: proxyProtocol.optional(),
 });
 
 /*
@@ -175,6 +192,12 @@ export const configSchema = z.object({
       'valid (two issuers). docker-compose.yml defaults it to localhost:1280.',
     unset: 'localhost and 127.0.0.1',
     examples: ['ctrl.example.com:1280'],
+  }),
+  proxyProtocol: proxyProtocol.prefault({}).meta({
+    title: 'PROXY protocol (the default listener)',
+    description:
+      'For the listener built from address; a `web` listener sets its own proxyProtocol.trustedFrom ' +
+      'instead (docs/operations.md, Behind a TCP proxy).',
   }),
   admin: z
     .object({
@@ -332,7 +355,9 @@ export const configSchema = z.object({
         'apis (edge-client, edge-management, edge-oidc, health, metrics). edge-oidc joins every ' +
         'listener that hosts edge-client, unless edge.api.disableOidcAutoBinding is true or some ' +
         'listener lists edge-oidc itself (as oidc-only does in config.example.yaml); its ' +
-        'options.redirectURIs / postLogoutURIs replace the default patterns for that listener.',
+        'options.redirectURIs / postLogoutURIs replace the default patterns for that listener. A ' +
+        'listener behind a TCP proxy sets proxyProtocol.trustedFrom (described under the default ' +
+        'listener).',
       unset: 'one listener on address',
       examples: [
         [

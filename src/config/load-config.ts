@@ -36,6 +36,7 @@ const NAMED_VARIABLES: Record<string, string> = {
 /** Every other scalar setting: `SVC_` + its YAML path in upper snake case. */
 const SCALAR_PATHS = [
   'database.poolMax',
+  'proxyProtocol.trustedFrom',
   'edge.api.sessionTimeout',
   'edge.api.disableOidcAutoBinding',
   'edge.oidc.accessTokenDuration',
@@ -156,7 +157,8 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const path = issue.path.join('.');
-    const source = sourceOf.get(path);
+    // A list item's issue (`corsOrigins.1`) names the variable of the whole list.
+    const source = sourceOf.get(path) ?? sourceOf.get(issue.path.slice(0, -1).join('.'));
     throw new ConfigError(`${path || '(root)'}${source ? ` (${source})` : ''}: ${issue.message}`);
   }
   const parsed = result.data;
@@ -170,6 +172,12 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
     throw new ConfigError('pki.signingCert and pki.signingKey: give both or neither');
   }
   checkInterfacesUnique(parsed.web ?? []);
+  if (parsed.web && parsed.proxyProtocol.trustedFrom.length > 0) {
+    // Ignoring it would leave the listeners without the trust the operator meant to set.
+    throw new ConfigError(
+      'proxyProtocol.trustedFrom applies to the default listener only; with a web section set it on each listener',
+    );
+  }
   const warnings: string[] = [];
   if (parsed.edge) {
     const { durations, warnings: w } = applyTokenDurationRules(parsed.edge.oidc);

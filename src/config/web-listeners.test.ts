@@ -111,3 +111,50 @@ web:
     ).toThrow('invalid configuration: web: interface 127.0.0.1:1280 is used by listeners a and b');
   });
 });
+
+describe('proxyProtocol', () => {
+  const fromEnv = (env: Record<string, string>) =>
+    loadConfig({ env, cwd: mkdtempSync(join(tmpdir(), 'svc-')) });
+
+  test('unset: no listener reads PROXY headers', () => {
+    expect(fromEnv({}).listeners[0]!.proxyProtocol).toBeUndefined();
+    expect(fromEnv({ SVC_PROXY_PROTOCOL_TRUSTED_FROM: '' }).listeners[0]!.proxyProtocol).toBeUndefined();
+    expect(bindings(fromYaml(twoListeners(false)))).toBeDefined();
+    expect(fromYaml(twoListeners(false)).listeners.map((l) => l.proxyProtocol)).toEqual([
+      undefined,
+      undefined,
+    ]);
+  });
+
+  test('the variable sets it for the default listener: addresses and CIDR ranges, IPv4 and IPv6', () => {
+    const c = fromEnv({ SVC_PROXY_PROTOCOL_TRUSTED_FROM: '10.0.0.0/8, 192.0.2.7,2001:db8::/32' });
+    expect(c.listeners[0]!.proxyProtocol).toEqual({
+      trustedFrom: ['10.0.0.0/8', '192.0.2.7', '2001:db8::/32'],
+    });
+  });
+
+  test('a web listener sets its own; the others stay without', () => {
+    const yaml = twoListeners(false).replace(
+      '    apis: [ { binding: edge-management }, { binding: edge-client } ]',
+      '    apis: [ { binding: edge-management }, { binding: edge-client } ]\n    proxyProtocol: { trustedFrom: [ 10.1.0.0/16 ] }',
+    );
+    expect(fromYaml(yaml).listeners.map((l) => l.proxyProtocol)).toEqual([
+      { trustedFrom: ['10.1.0.0/16'] },
+      undefined,
+    ]);
+  });
+
+  test('a malformed range is refused, naming the key and the variable', () => {
+    for (const bad of ['10.0.0.0/33', '10.0.0/8', 'proxy.example.com', '::1/129', '10.0.0.0/08']) {
+      expect(() => fromEnv({ SVC_PROXY_PROTOCOL_TRUSTED_FROM: bad })).toThrow(
+        /proxyProtocol\.trustedFrom\.0 \(SVC_PROXY_PROTOCOL_TRUSTED_FROM\): must be an address or CIDR/,
+      );
+    }
+  });
+
+  test('the default-listener setting beside a web section is refused rather than ignored', () => {
+    expect(() => fromYaml(twoListeners(false), { SVC_PROXY_PROTOCOL_TRUSTED_FROM: '10.0.0.0/8' })).toThrow(
+      'proxyProtocol.trustedFrom applies to the default listener only',
+    );
+  });
+});

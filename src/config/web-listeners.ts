@@ -12,6 +12,8 @@ export interface ListenerSpec {
   /** The `host:port` addresses clients use; each is one OIDC issuer when edge-oidc is bound. */
   addresses: string[];
   apis: Map<ApiBindingName, BindingOptions>;
+  /** Present when connections from these addresses carry a PROXY protocol header. */
+  proxyProtocol?: { trustedFrom: string[] };
 }
 
 const EDGE_BINDINGS: ApiBindingName[] = ['edge-client', 'edge-management', 'edge-oidc'];
@@ -25,17 +27,20 @@ function defaultListener(config: ParsedConfig): WebListenerConfig {
     name: 'default',
     bindPoints: addresses.map((address) => ({ interface: config.address, address })),
     apis: [{ binding: 'edge-client' }, { binding: 'edge-management' }],
+    proxyProtocol: config.proxyProtocol,
   };
 }
 
 function toSpec(listener: WebListenerConfig): ListenerSpec {
   const apis = new Map<ApiBindingName, BindingOptions>();
   for (const api of listener.apis) apis.set(api.binding, { ...apis.get(api.binding), ...api.options });
+  const trustedFrom = listener.proxyProtocol?.trustedFrom ?? [];
   return {
     name: listener.name,
     interfaces: [...new Set(listener.bindPoints.map((b) => b.interface))],
     addresses: [...new Set(listener.bindPoints.map((b) => b.address ?? b.interface))],
     apis,
+    ...(trustedFrom.length > 0 ? { proxyProtocol: { trustedFrom } } : {}),
   };
 }
 

@@ -1,5 +1,4 @@
 import type { Server } from 'node:https';
-import { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
 import type { RequestHandler, RequestSwitch } from './request-switch.js';
 
@@ -45,10 +44,17 @@ export async function closeGracefully(options: GracefulCloseOptions): Promise<vo
     servers.map(
       ({ server }) =>
         new Promise<void>((resolve) => {
-          // The TLS (net) close stops listening and waits for the connections; the HTTPS close
-          // would also drop idle kept-alive connections at once.
-          if (options.keepIdleConnections) TlsServer.prototype.close.call(server, () => resolve());
-          else server.close(() => resolve());
+          if (!options.keepIdleConnections) return void server.close(() => resolve());
+          // `close()` stops listening (through whatever accepts the connections: the server
+          // itself or a PROXY protocol front) and waits for the connections, but Node's HTTPS
+          // close first drops the idle kept-alive ones, through this very method.
+          const closeIdle = server.closeIdleConnections;
+          server.closeIdleConnections = () => undefined;
+          try {
+            server.close(() => resolve());
+          } finally {
+            server.closeIdleConnections = closeIdle;
+          }
         }),
     ),
   );

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { PkiMaterial } from '../services/pki-service.js';
+import { listenWithProxyProtocol, type ProxyProtocolOptions } from './proxy-listener.js';
 import type { RequestHandler } from './request-switch.js';
 
 export interface ListenOptions {
@@ -8,6 +9,8 @@ export interface ListenOptions {
   onRequest: RequestHandler;
   /** A client that has not finished the TLS handshake by then is dropped. */
   handshakeTimeoutMs: number;
+  /** Connections start with a PROXY protocol header (proxy-listener.ts). */
+  proxyProtocol?: ProxyProtocolOptions;
 }
 
 export interface BoundServer {
@@ -47,6 +50,10 @@ export async function listenHttps(
   });
   server.on('request', options.onRequest);
   const { host, port } = splitHostPort(iface);
+  if (options.proxyProtocol) {
+    const bound = await listenWithProxyProtocol(server, host, port, options.proxyProtocol);
+    return { server, requested: iface, port: bound };
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -18,7 +18,8 @@ export function primaryLoginsFor(deps: RouteDeps): Record<string, PrimaryLogin> 
   return {
     password: async (ctx) => {
       const input = parseInput(passwordLoginSchema, bodyOf(ctx));
-      // ctx.ip is the socket's address: neither app trusts proxy headers.
+      // ctx.ip is the TCP peer, or the client a trusted PROXY protocol header named
+      // (src/listeners/proxy-listener.ts); neither app trusts HTTP proxy headers.
       return deps.passwordMethod({ ...input, clientAddress: ctx.ip });
     },
     // The certificate comes from the TLS handshake; the body carries nothing.

@@ -32,6 +32,8 @@ const SECTION_1_VARIABLES = [
 
 interface ComposeService {
   build?: unknown;
+  profiles?: string[];
+  networks?: string[];
   image?: string;
   env_file?: string | string[];
   environment?: Record<string, string>;
@@ -44,10 +46,12 @@ interface ComposeFile {
   version?: string;
   services: Record<string, ComposeService>;
   volumes?: Record<string, unknown>;
+  networks?: Record<string, { ipam?: { config?: { subnet?: string }[] } }>;
   [key: string]: unknown;
 }
 
-const compose = parseYaml(read('docker-compose.yml')) as ComposeFile;
+// `merge`: the replicas share their settings through a `<<: *replica` merge key.
+const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as ComposeFile;
 const dockerfile = read('Dockerfile');
 const envExample = read('.env.example');
 
@@ -112,6 +116,66 @@ describe('docker-compose.yml', () => {
   test('needs POSTGRES_PASSWORD, which .env.example sets', () => {
     expect(read('docker-compose.yml')).toContain('${POSTGRES_PASSWORD:?');
     expect(parseDotenv(envExample).POSTGRES_PASSWORD).toBeTruthy();
+  });
+});
+
+describe('docker-compose.yml, profile replicated', () => {
+  const replicas = ['controller-a', 'controller-b'].map((name) => compose.services[name]!);
+  const haproxy = compose.services.haproxy!;
+  const haproxyCfg = read('deploy/haproxy/haproxy.cfg');
+  /** `${NAME:-default}` → default, as compose reads it without that variable. */
+  const withDefaults = (v: string) => v.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
+
+  test('the single controller stays in the default profile; the replicas and HAProxy only in replicated', () => {
+    expect(compose.services.controller!.profiles).toBeUndefined();
+    expect(compose.services.postgres!.profiles).toBeUndefined();
+    for (const s of [...replicas, haproxy]) expect(s.profiles).toEqual(['replicated']);
+  });
+
+  test('two replicas on the shared PostgreSQL, advertising the proxy address, trusting only its network', () => {
+    const subnet = withDefaults(compose.networks!.proxied!.ipam!.config![0]!.subnet!);
+    for (const r of replicas) {
+      expect(r.image).toBe('svc-controller:local');
+      expect(r.env_file).toBe('.env');
+      expect(r.depends_on?.postgres?.condition).toBe('service_healthy');
+      expect(r.environment?.DATABASE_URL).toBe(compose.services.controller!.environment!.DATABASE_URL);
+      expect(withDefaults(r.environment!.SVC_ADVERTISED_ADDRESS!)).toBe('localhost:1443');
+      expect(withDefaults(r.environment!.SVC_PROXY_PROTOCOL_TRUSTED_FROM!)).toBe(subnet);
+      expect(r.networks).toEqual(['default', 'proxied']);
+      expect(r.ports).toBeUndefined(); // reachable through HAProxy only
+    }
+    expect(haproxy.networks).toEqual(['proxied']);
+    expect(haproxy.ports).toEqual(['1443:1280']);
+    expect(haproxy.volumes).toContain('./deploy/haproxy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro');
+    // Each replica keeps its own data directory.
+    const dataVolumes = replicas.map((r) => r.volumes!.find((v) => v.endsWith(':/var/lib/svc')));
+    expect(new Set(dataVolumes).size).toBe(2);
+  });
+
+  test("the replicas' environment is a valid configuration with the PROXY protocol on", () => {
+    const env = Object.fromEntries(
+      Object.entries(replicas[0]!.environment!).map(([k, v]) => [k, withDefaults(v)]),
+    );
+    const cwd = mkdtempSync(join(tmpdir(), 'svc-delivery-'));
+    try {
+      const config = loadConfig({ env: { ...env, POSTGRES_PASSWORD: 'x' }, cwd });
+      expect(config.listeners[0]!.proxyProtocol).toEqual({ trustedFrom: ['172.29.240.0/24'] });
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  test('HAProxy passes TLS through, round robin, with PROXY v2 to each replica', () => {
+    expect(haproxyCfg).toMatch(/^\s*mode tcp$/m);
+    expect(haproxyCfg).toMatch(/^\s*balance roundrobin$/m);
+    expect(haproxyCfg).toMatch(/^\s*default-server send-proxy-v2 check check-send-proxy\b/m);
+    expect(haproxyCfg).toMatch(/^\s*bind :1280$/m);
+    const servers = [...haproxyCfg.matchAll(/^\s*server (\S+) (\S+):1280$/gm)].map((m) => [m[1], m[2]]);
+    expect(servers).toEqual([
+      ['controller-a', 'controller-a'],
+      ['controller-b', 'controller-b'],
+    ]);
+    expect(haproxyCfg).not.toMatch(/mode http|ssl crt/);
   });
 });
 

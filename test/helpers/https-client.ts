@@ -1,4 +1,4 @@
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, type buildConnector, type Dispatcher } from 'undici';
 
 export interface TestResponse<T = any> {
   status: number;
@@ -17,6 +17,8 @@ export interface ClientOptions {
   key?: string;
   /** The local address to connect from, e.g. another loopback address than 127.0.0.1. */
   localAddress?: string;
+  /** Opens the TLS connections itself (e.g. after writing a PROXY protocol header). */
+  connector?: buildConnector.connector;
 }
 
 export interface RequestOptions {
@@ -44,7 +46,7 @@ function encodeBody(o: RequestOptions, headers: Record<string, string | string[]
 /** A real HTTPS client that trusts the service CA, keeps no cookies and follows no redirects. */
 export function createHttpsClient(baseUrl: string, options: ClientOptions) {
   const dispatcher: Dispatcher = new Agent({
-    connect: { ca: options.ca, cert: options.cert, key: options.key },
+    connect: options.connector ?? { ca: options.ca, cert: options.cert, key: options.key },
     ...(options.localAddress ? { localAddress: options.localAddress } : {}),
     keepAliveTimeout: 1000,
   });

@@ -1,0 +1,159 @@
+import { BlockList, createServer, isIPv4, type Socket } from 'node:net';
+import type { Server } from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import type { Logger } from 'pino';
+import { parseCidr } from '../config/cidr.js';
+import { parseProxyHeader, startsLikeProxyHeader, type ProxyHeader } from './proxy-protocol.js';
+
+export interface ProxyProtocolOptions {
+  /** Addresses (CIDR) whose connections must start with a PROXY header; nobody else may send one. */
+  trustedFrom: string[];
+  /** How long a trusted peer may take to send its whole header. */
+  headerTimeoutMs?: number;
+  /** How long any other peer may take to send its first bytes (the TLS ClientHello). */
+  firstBytesTimeoutMs?: number;
+  logger?: Logger;
+}
+
+// A proxy writes the header together with, or right before, the client's first bytes.
+const HEADER_TIMEOUT_MS = 5_000;
+const FIRST_BYTES_TIMEOUT_MS = 30_000;
+
+/**
+ * The source a connection's PROXY header named: a ProxyHeader source, or null for "keep the
+ * socket's own address" (LOCAL, or no header because the peer is not a trusted proxy). Every
+ * socket handed to the HTTPS server carries it; one without it was never screened.
+ */
+const kSource = Symbol('svc.proxyProtocolSource');
+type Screened = Socket & { [kSource]?: ProxyHeader['source'] | null };
+
+function trustList(cidrs: string[]): BlockList {
+  const list = new BlockList();
+  for (const text of cidrs) {
+    const cidr = parseCidr(text);
+    if (!cidr) throw new Error(`proxyProtocol.trustedFrom: ${text} is not an address or CIDR`);
+    list.addSubnet(cidr.network, cidr.prefix, cidr.type);
+  }
+  return list;
+}
+
+/**
+ * Listens on `host:port` with a plain TCP server that reads the PROXY protocol header of every
+ * connection from a trusted address before any TLS byte, then hands the socket, with the bytes
+ * after the header put back, to `server` (which does the TLS handshake as usual, so client
+ * certificates still reach us). Connections from other addresses are handed over untouched unless
+ * they start with a PROXY signature, which closes them. From then on the socket's
+ * `remoteAddress`/`remotePort` are the client's, so that everything reading the client address
+ * (Koa's `ctx.ip`: rate limits, lockout counting, logs) sees the real client.
+ * Resolves with the bound port.
+ */
+export async function listenWithProxyProtocol(
+  server: Server,
+  host: string,
+  port: number,
+  options: ProxyProtocolOptions,
+): Promise<number> {
+  const trusted = trustList(options.trustedFrom);
+  const headerTimeoutMs = options.headerTimeoutMs ?? HEADER_TIMEOUT_MS;
+  const firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? FIRST_BYTES_TIMEOUT_MS;
+  const log = options.logger;
+  const pending = new Set<Socket>();
+
+  const refuse = (socket: Socket, peer: string, reason: string, quiet = false) => {
+    if (quiet) log?.debug({ peer, reason }, 'connection closed before its PROXY header');
+    else log?.warn({ peer, reason }, 'connection refused: PROXY protocol');
+    socket.destroy();
+  };
+  const handOver = (socket: Screened, source: ProxyHeader['source'] | null, rest: Buffer) => {
+    pending.delete(socket);
+    socket.pause();
+    if (rest.length > 0) socket.unshift(rest);
+    socket[kSource] = source;
+    server.emit('connection', socket);
+  };
+
+  const readHeader = (socket: Screened, peer: string) => {
+    let received: Buffer = Buffer.alloc(0);
+    const timer = setTimeout(() => refuse(socket, peer, 'no PROXY header in time'), headerTimeoutMs);
+    socket.once('close', () => clearTimeout(timer));
+    const onEnd = () => refuse(socket, peer, 'closed', received.length === 0);
+    const onData = (chunk: Buffer) => {
+      received = received.length === 0 ? chunk : Buffer.concat([received, chunk]);
+      const parsed = parseProxyHeader(received);
+      if (parsed.state === 'incomplete') return;
+      clearTimeout(timer);
+      socket.off('end', onEnd);
+      socket.off('data', onData);
+      if (parsed.state === 'invalid') return refuse(socket, peer, parsed.reason);
+      handOver(socket, parsed.header.source ?? null, received.subarray(parsed.header.length));
+    };
+    socket.on('end', onEnd);
+    socket.on('data', onData);
+    socket.resume();
+  };
+
+  const screen = (socket: Screened, peer: string) => {
+    const timer = setTimeout(() => socket.destroy(), firstBytesTimeoutMs);
+    socket.once('close', () => clearTimeout(timer));
+    socket.once('data', (chunk: Buffer) => {
+      clearTimeout(timer);
+      if (startsLikeProxyHeader(chunk)) return refuse(socket, peer, 'PROXY header from an untrusted address');
+      handOver(socket, null, chunk);
+    });
+    socket.resume();
+  };
+
+  // noDelay as the HTTPS server sets it on the sockets it accepts itself.
+  const front = createServer({ pauseOnConnect: true, noDelay: true }, (socket: Screened) => {
+    const peer = socket.remoteAddress;
+    if (!peer) return void socket.destroy();
+    pending.add(socket);
+    // Resets before or during the handshake are the peer's business, not an exception of ours.
+    socket.on('error', () => socket.destroy());
+    socket.once('close', () => pending.delete(socket));
+    if (trusted.check(peer, isIPv4(peer) ? 'ipv4' : 'ipv6')) readHeader(socket, peer);
+    else screen(socket, peer);
+  });
+
+  // Runs before the HTTP layer sees the socket, so no request ever reads the proxy's address.
+  server.prependListener('secureConnection', (tlsSocket: TLSSocket) => {
+    const raw = (tlsSocket as unknown as { _parent?: Screened })._parent;
+    const source = raw?.[kSource];
+    if (source === undefined) {
+      log?.error('a connection reached TLS without PROXY screening; closed');
+      return void tlsSocket.destroy();
+    }
+    if (source === null) return;
+    Object.defineProperties(tlsSocket, {
+      remoteAddress: { value: source.address },
+      remotePort: { value: source.port },
+      remoteFamily: { value: source.family },
+    });
+  });
+  server.once('close', () => {
+    front.close();
+    for (const socket of pending) socket.destroy();
+  });
+  // The HTTPS server counts no connections of its own (they were accepted by `front`), so its
+  // close() would report "closed" at once; closing waits for front's connections instead, as it
+  // would for a server that listened itself.
+  const closeHttps = server.close.bind(server);
+  server.close = ((callback?: (err?: Error) => void) => {
+    closeHttps();
+    front.close(() => callback?.());
+    return server;
+  }) as Server['close'];
+  front.on('error', (err) => log?.error({ err }, 'PROXY protocol listener error'));
+
+  await new Promise<void>((resolve, reject) => {
+    front.once('error', reject);
+    front.listen(port, host, () => {
+      front.off('error', reject);
+      resolve();
+    });
+  });
+  // The HTTPS server never listens itself; this starts its connection tracking (idle and
+  // request timeouts, closeIdleConnections) exactly as listen() would.
+  server.emit('listening');
+  return (front.address() as { port: number }).port;
+}

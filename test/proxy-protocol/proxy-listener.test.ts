@@ -1,0 +1,168 @@
+// A listener with proxyProtocol.trustedFrom, driven over real TCP and TLS: the header is read
+// before the handshake, the client address it carries is the one the controller uses, and nobody
+// else may send one. The HAProxy test (test/replicated/haproxy.test.ts) runs the same with the real
+// proxy in front of several processes.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { connect as netConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { pino } from 'pino';
+import { generateClientKeyAndCsr } from '../../src/crypto/pki.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import {
+  clientBehindHeader,
+  closedByPeer,
+  connectWithPreamble,
+  proxyV1,
+  proxyV2,
+} from '../helpers/proxy-header.js';
+import {
+  CLIENT,
+  createIdentity,
+  enrolledUpdbUser,
+  identityDetail,
+  managementApi,
+} from '../identities/identity-fixtures.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+/** The address our stand-in proxy connects from; the test server's own client uses 127.0.0.1. */
+const PROXY = '127.0.0.2';
+
+describe('PROXY protocol on a listener', () => {
+  let server: TestServer;
+  let port: number;
+  const lines: Record<string, any>[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      env: { SVC_PROXY_PROTOCOL_TRUSTED_FROM: `${PROXY}/32` },
+      logger,
+    });
+    port = Number(new URL(server.url).port);
+  }, 180_000);
+  afterAll(() => server.close());
+
+  const behind = (header: () => Buffer[], o: { cert?: string; key?: string; chunkDelayMs?: number } = {}) =>
+    clientBehindHeader(server.url, { ca: server.ca, localAddress: PROXY, header, ...o });
+
+  /** The client address of the request log line of the response's request id. */
+  async function loggedAddress(requestId: string | undefined): Promise<string> {
+    const line = await waitFor(() => lines.find((l) => l.msg === 'request' && l.requestId === requestId), {
+      what: `request log line of ${requestId}`,
+    });
+    return line.clientAddress;
+  }
+
+  test('the address of a v2, v1 or IPv6 header is the client address; LOCAL keeps the socket address', async () => {
+    const cases: [Buffer, string][] = [
+      [proxyV2({ address: '203.0.113.7', port: 40001 }), '203.0.113.7'],
+      [proxyV1({ address: '198.51.100.9', port: 40002 }), '198.51.100.9'],
+      [proxyV2({ address: '2001:db8::7', port: 40003 }), '2001:db8::7'],
+      [proxyV2(), PROXY],
+    ];
+    for (const [header, expected] of cases) {
+      const client = behind(() => [header]);
+      const res = await client.get('/health/live');
+      await client.close();
+      expect(res.status).toBe(200);
+      expect(await loggedAddress(res.header('request-id'))).toBe(expected);
+    }
+  });
+
+  test('a header split over many TCP segments, the last with the TLS ClientHello, still works', async () => {
+    const header = proxyV2({ address: '203.0.113.8', port: 40004 });
+    const client = behind(() => [...header].map((b) => Buffer.from([b])), { chunkDelayMs: 5 });
+    const res = await client.get('/health/live');
+    await client.close();
+    expect(res.status).toBe(200);
+    expect(await loggedAddress(res.header('request-id'))).toBe('203.0.113.8');
+  });
+
+  test('a failed login is counted under the address from the header, not the proxy', async () => {
+    const api = managementApi(server, await server.adminToken());
+    await enrolledUpdbUser(server, api, 'proxied-user');
+    const client = behind(() => [proxyV2({ address: '203.0.113.9', port: 40005 })]);
+    const res = await client.post(`${CLIENT}/authenticate?method=password`, {
+      body: { username: 'proxied-user', password: 'wrong-password-1' },
+    });
+    await client.close();
+    expect(res.status).toBe(401);
+    const rows = await server.app.knex('login_address_failures').select('client_address');
+    const addresses = rows.map((r) => r.client_address);
+    expect(addresses).toContain('203.0.113.9');
+    expect(addresses).not.toContain(PROXY);
+  });
+
+  test('a client certificate reaches the controller through the header (TLS is end to end)', async () => {
+    const api = managementApi(server, await server.adminToken());
+    const id = await createIdentity(api, {
+      name: 'proxied-device',
+      type: 'Device',
+      isAdmin: false,
+      enrollment: { ott: true },
+    });
+    const token = (await identityDetail(api, id)).enrollment.ott.token;
+    const { keyPem, csrPem } = await generateClientKeyAndCsr({ commonName: 'proxied-device' });
+    const enrolled = await server.client.post(`${CLIENT}/enroll/ott`, { body: { token, clientCsr: csrPem } });
+    expect(enrolled.status).toBe(200);
+    const client = behind(() => [proxyV2({ address: '203.0.113.10', port: 40006 })], {
+      cert: enrolled.body.data.cert,
+      key: keyPem,
+    });
+    const login = await client.post(`${CLIENT}/authenticate?method=cert`, { body: {} });
+    await client.close();
+    expect(login.status).toBe(200);
+    expect(login.body.data.identityId).toBe(id);
+    expect(await loggedAddress(login.header('request-id'))).toBe('203.0.113.10');
+  });
+
+  test('no request but the LOCAL one was logged with the proxy address', () => {
+    const proxied = lines.filter((l) => l.msg === 'request' && l.clientAddress === PROXY);
+    // Only the LOCAL request of the first test keeps the proxy's address.
+    expect(proxied).toHaveLength(1);
+  });
+
+  /** Writes `chunks` from `from`, then tries a TLS handshake; resolves whether it completed. */
+  async function handshakes(from: string, chunks: Buffer[]): Promise<boolean> {
+    const raw = await connectWithPreamble('127.0.0.1', port, { chunks, localAddress: from });
+    const tls = tlsConnect({ socket: raw, ca: server.ca, host: '127.0.0.1' });
+    return new Promise((resolve) => {
+      tls.once('secureConnect', () => {
+        tls.destroy();
+        resolve(true);
+      });
+      tls.once('error', () => resolve(false));
+      tls.once('close', () => resolve(false));
+    });
+  }
+
+  test('a trusted address without a valid header is refused; a valid one is served', async () => {
+    expect(await handshakes(PROXY, [proxyV2({ address: '203.0.113.11', port: 1 })])).toBe(true);
+    expect(await handshakes(PROXY, [])).toBe(false);
+    expect(await handshakes(PROXY, [Buffer.from('PROXY TCP4 1.2.3.4 5.6.7.8 1 2\n')])).toBe(false);
+    const broken = proxyV2({ address: '203.0.113.11', port: 1 });
+    broken[13] = 0x51; // address family 5
+    expect(await handshakes(PROXY, [broken])).toBe(false);
+    expect(lines.some((l) => l.msg === 'connection refused: PROXY protocol' && l.peer === PROXY)).toBe(true);
+  });
+
+  test('any other address that sends a header is refused; without one it is served as before', async () => {
+    expect(await handshakes('127.0.0.3', [proxyV2({ address: '203.0.113.12', port: 1 })])).toBe(false);
+    expect(await handshakes('127.0.0.3', [proxyV1({ address: '203.0.113.12', port: 1 })])).toBe(false);
+    expect(await handshakes('127.0.0.3', [])).toBe(true);
+    const res = await server.newClient({ localAddress: '127.0.0.3' }).get('/health/live');
+    expect(res.status).toBe(200);
+    expect(await loggedAddress(res.header('request-id'))).toBe('127.0.0.3');
+  });
+
+  test('a trusted peer that sends no header, or half of one, is closed after the header deadline', async () => {
+    const silent = netConnect({ host: '127.0.0.1', port, localAddress: PROXY });
+    const half = await connectWithPreamble('127.0.0.1', port, {
+      chunks: [proxyV2({ address: '203.0.113.13', port: 1 }).subarray(0, 20)],
+      localAddress: PROXY,
+    });
+    const [fromSilent, fromHalf] = await Promise.all([closedByPeer(silent), closedByPeer(half)]);
+    expect(fromSilent.length).toBe(0);
+    expect(fromHalf.length).toBe(0);
+  }, 30_000);
+});
