@@ -123,11 +123,15 @@ describe('a controller process from bind to exit', () => {
   });
 
   test('from the first accepted connection until ready, every request is answered at once: 503 starting, then 200', async () => {
-    await waitFor(() => accepts(c.port), {
-      timeout: 180_000,
-      interval: 5,
-      what: 'the port to accept a connection',
-    });
+    await waitFor(
+      () => {
+        // A start that fails says why at once, rather than after the wait.
+        if (c.child.exitCode !== null)
+          throw new Error(`controller exited ${c.child.exitCode}: ${c.output()}`);
+        return accepts(c.port);
+      },
+      { timeout: 180_000, interval: 5, what: 'the port to accept a connection' },
+    );
     const ca = c.ca();
     const keptAlive = new Agent({ keepAlive: true, maxSockets: 1 });
     const paths = ['/health/ready', '/health/live', '/.well-known/openid-configuration'];
