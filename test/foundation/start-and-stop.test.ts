@@ -125,7 +125,7 @@ describe('a controller process from bind to exit', () => {
   test('from the first accepted connection until ready, every request is answered at once: 503 starting, then 200', async () => {
     await waitFor(
       () => {
-        // A start that fails says why at once, rather than after the wait.
+        // A start that fails is reported with its output (waitFor names the last error).
         if (c.child.exitCode !== null)
           throw new Error(`controller exited ${c.child.exitCode}: ${c.output()}`);
         return accepts(c.port);
