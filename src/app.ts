@@ -16,13 +16,11 @@ import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstr
 import { compose, type Services } from './compose.js';
 import { buildKoaApp } from './listeners/build-koa-app.js';
 import { corsOriginMatcher, redirectPatternsFor } from './config/uri-patterns.js';
-import {
-  closeServer,
-  listenHttps,
-  splitHostPort,
-  withBoundPort,
-  type BoundServer,
-} from './listeners/https-listeners.js';
+import { listenHttps, splitHostPort, withBoundPort, type BoundServer } from './listeners/https-listeners.js';
+import { createRequestSwitch } from './listeners/request-switch.js';
+import { unavailableApp } from './listeners/unavailable-app.js';
+import { createResponseDeadline } from './listeners/response-deadline.js';
+import { closeGracefully, type ServedServer } from './listeners/graceful-close.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { wellKnownRoutes } from './routes/well-known-routes.js';
 import { metricsRoutes } from './routes/metrics-routes.js';
@@ -46,8 +44,18 @@ export interface App {
   listeners: RunningListener[];
   admin: BootstrapResult;
   logger: Logger;
+  /** Stops at once: in-flight requests get up to 10 s, idle connections are closed (tests). */
   close(): Promise<void>;
+  /**
+   * SIGTERM: refuses new connections, answers every request already received (503 with
+   * `Connection: close` for those that arrive on open connections) and resolves within
+   * `server.shutdownGracePeriod`, leaving a second of it for closing the database.
+   */
+  shutdown(): Promise<void>;
 }
+
+/** What shutdown leaves of its grace period for stopping the services and the pool. */
+const CLEANUP_RESERVE_MS = 1000;
 
 function certificateHosts(config: Config): string[] {
   const hosts = config.listeners.flatMap((l) => l.addresses.map((a) => splitHostPort(a).host));
@@ -97,13 +105,38 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
     });
     const admin = await ensureFirstAdmin(knex, config.admin.username, config.admin.password);
 
+    // From the moment a port is bound every request gets an answer: 503 "starting" until the
+    // application is swapped in below, 503 "stopping" once shutdown has begun.
+    const deadline = createResponseDeadline(config.server.responseDeadline);
+    const starting = unavailableApp('starting', logger).callback();
+    const served: ServedServer[] = [];
+    const serving = { now: false };
+    let closeMode = { keepIdleConnections: false, graceMs: 10_000 };
+    cleanups.unshift(() => {
+      serving.now = false;
+      return closeGracefully({
+        servers: served,
+        stopping: unavailableApp('stopping', logger).callback(),
+        expirePending: deadline.expireAll,
+        logger,
+        ...closeMode,
+      });
+    });
     const bound = new Map<string, BoundServer>();
+    const switches = new Map<BoundServer, ServedServer['requests']>();
     for (const iface of new Set(config.listeners.flatMap((l) => l.interfaces))) {
+      const requests = createRequestSwitch(starting);
       const proxied = config.listeners.find((l) => l.interfaces.includes(iface))?.proxyProtocol;
-      const server = await listenHttps(iface, pki, proxied && { ...proxied, logger });
-      cleanups.unshift(() => closeServer(server.server));
+      const server = await listenHttps(iface, pki, {
+        onRequest: requests.handle,
+        handshakeTimeoutMs: config.server.tlsHandshakeTimeout * 1000,
+        proxyProtocol: proxied && { ...proxied, logger },
+      });
+      served.push({ server: server.server, requests });
+      switches.set(server, requests);
       bound.set(iface, server);
     }
+    logger.info({ interfaces: [...bound.keys()] }, 'listeners bound; answering 503 until started');
     // The configuration stays as loaded: the resolved addresses travel in new listener specs.
     const listeners: RunningListener[] = config.listeners.map((configured) => {
       const servers = configured.interfaces.map((i) => bound.get(i)!);
@@ -121,7 +154,12 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       metrics: metricsRecorder,
     });
     cleanups.unshift(() => services.stop());
-    const common: Router[] = [healthRoutes(knex), wellKnownRoutes(pki)];
+    const notReady = () => {
+      if (!serving.now) return 'the listeners do not serve the application';
+      if (services.oidc && !services.oidc.keysLoaded()) return 'the signing keys are not loaded';
+      return undefined;
+    };
+    const common: Router[] = [healthRoutes(knex, notReady), wellKnownRoutes(pki)];
     const metrics = metricsRoutes(metricsRecorder);
     for (const { spec, servers } of listeners) {
       const app = buildKoaApp(
@@ -129,10 +167,12 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
         { common, ...services.routers, metrics, metricsRecorder },
         logger,
         corsOriginMatcher(redirectPatternsFor(config, spec), config.corsOrigins),
+        deadline.middleware,
       );
       const handler = app.callback();
-      for (const s of servers) s.server.on('request', handler);
+      for (const s of servers) switches.get(s)!.use(handler);
     }
+    serving.now = true;
     logger.info(
       { listeners: listeners.map((l) => ({ name: l.name, urls: l.urls })) },
       'controller listening',
@@ -143,7 +183,14 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       (closing ??= (async () => {
         for (const cleanup of cleanups) await cleanup();
       })());
-    return { config, knex, database, pki, services, listeners, admin, logger, close };
+    const shutdown = () => {
+      closeMode = {
+        keepIdleConnections: true,
+        graceMs: Math.max(500, config.server.shutdownGracePeriod * 1000 - CLEANUP_RESERVE_MS),
+      };
+      return close();
+    };
+    return { config, knex, database, pki, services, listeners, admin, logger, close, shutdown };
   } catch (err) {
     for (const cleanup of cleanups) await Promise.resolve(cleanup()).catch(() => undefined);
     throw err;

@@ -25,9 +25,18 @@ export async function runController(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.logger.info({ signal }, 'stopping: finishing in-flight requests');
-    app.close().then(
-      () => process.exit(0),
+    const graceSeconds = app.config.server.shutdownGracePeriod;
+    app.logger.info({ signal, gracePeriodSeconds: graceSeconds }, 'stopping: finishing in-flight requests');
+    // The exit is promised within the grace period, whatever a stuck cleanup does.
+    setTimeout(() => {
+      app.logger.error({ gracePeriodSeconds: graceSeconds }, 'shutdown grace period over: exiting');
+      process.exit(1);
+    }, graceSeconds * 1000).unref();
+    app.shutdown().then(
+      () => {
+        app.logger.info('stopped');
+        process.exit(0);
+      },
       (err) => {
         app.logger.error({ err }, 'unclean stop');
         process.exit(1);

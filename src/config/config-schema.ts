@@ -19,6 +19,10 @@ const duration = (fallback: string) =>
       return seconds;
     });
 
+/** Deadlines and grace periods: zero would mean answering before anything could happen. */
+const atLeastOneSecond = (d: ReturnType<typeof duration>) =>
+  d.refine((seconds) => seconds >= 1, 'must be at least 1s');
+
 /** Booleans also come from env strings. */
 const bool = (fallback: boolean) =>
   z.preprocess((v) => {
@@ -352,6 +356,25 @@ export const configSchema = z.object({
   metrics: z
     .object({ enabled: bool(true).meta({ description: 'Serve GET /metrics (Prometheus).' }) })
     .prefault({}),
+  server: z
+    .object({
+      responseDeadline: atLeastOneSecond(duration('30s')).meta({
+        description:
+          'A request not answered by then gets 503 SERVICE_UNAVAILABLE with Retry-After, and is logged ' +
+          'with its request id.',
+      }),
+      tlsHandshakeTimeout: atLeastOneSecond(duration('10s')).meta({
+        description: 'A connection that has not completed its TLS handshake by then is closed.',
+      }),
+      shutdownGracePeriod: atLeastOneSecond(duration('20s')).meta({
+        description:
+          'After SIGTERM: requests in flight finish, new connections are refused, and the process ' +
+          'exits within this time (requests still unanswered then get 503). Keep it below the ' +
+          "orchestrator's own grace period (docker-compose.yml: 30s).",
+      }),
+    })
+    .prefault({})
+    .meta({ title: 'HTTPS server deadlines and shutdown' }),
   web: z
     .array(webListener)
     .min(1)

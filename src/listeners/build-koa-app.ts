@@ -26,6 +26,8 @@ export function buildKoaApp(
   routers: ListenerRouters,
   logger: Logger,
   corsOriginAllowed: (origin: string) => boolean = () => false,
+  /** Answers 503 for a request its handler has not answered in time (response-deadline.ts). */
+  responseDeadline?: Koa.Middleware,
 ): Koa {
   const app = new Koa();
   app.silent = true;
@@ -40,6 +42,7 @@ export function buildKoaApp(
   app.use(errorHandler);
   app.use(securityHeaders);
   app.use(cors(corsOriginAllowed));
+  if (responseDeadline) app.use(responseDeadline);
   const mounted: Router[] = [...routers.common];
   if (routers.client && spec.apis.has('edge-client')) mounted.push(routers.client);
   if (routers.management && spec.apis.has('edge-management')) mounted.push(routers.management);

@@ -1,10 +1,17 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PkiMaterial } from '../services/pki-service.js';
 import { listenWithProxyProtocol, type ProxyProtocolOptions } from './proxy-listener.js';
+import type { RequestHandler } from './request-switch.js';
 
-export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+export interface ListenOptions {
+  /** Attached before the port is bound: no request may find the server without a handler. */
+  onRequest: RequestHandler;
+  /** A client that has not finished the TLS handshake by then is dropped. */
+  handshakeTimeoutMs: number;
+  /** Connections start with a PROXY protocol header (proxy-listener.ts). */
+  proxyProtocol?: ProxyProtocolOptions;
+}
 
 export interface BoundServer {
   server: Server;
@@ -26,7 +33,7 @@ const splitHostPort = (hp: string) => {
 export async function listenHttps(
   iface: string,
   pki: PkiMaterial,
-  proxyProtocol?: ProxyProtocolOptions,
+  options: ListenOptions,
 ): Promise<BoundServer> {
   const server = createServer({
     key: pki.server.keyPem,
@@ -39,10 +46,12 @@ export async function listenHttps(
     keepAliveTimeout: 5000,
     requestTimeout: 30_000,
     headersTimeout: 20_000,
+    handshakeTimeout: options.handshakeTimeoutMs,
   });
+  server.on('request', options.onRequest);
   const { host, port } = splitHostPort(iface);
-  if (proxyProtocol) {
-    const bound = await listenWithProxyProtocol(server, host, port, proxyProtocol);
+  if (options.proxyProtocol) {
+    const bound = await listenWithProxyProtocol(server, host, port, options.proxyProtocol);
     return { server, requested: iface, port: bound };
   }
   await new Promise<void>((resolve, reject) => {
@@ -53,15 +62,6 @@ export async function listenHttps(
     });
   });
   return { server, requested: iface, port: (server.address() as AddressInfo).port };
-}
-
-/** Stops accepting, lets in-flight requests finish (at most `graceMs`), then drops the rest. */
-export async function closeServer(server: Server, graceMs = 10_000): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
-  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-  await closed;
-  clearTimeout(timer);
 }
 
 /** `localhost:0` becomes `localhost:<bound port>` once the interface with port 0 is bound. */

@@ -196,6 +196,8 @@ export async function createOidc(deps: OidcDeps) {
       completedLogins,
     }),
     verifier,
+    /** A Provider exists for the current signing keys (readiness). */
+    keysLoaded: (): boolean => watcher.current() !== undefined,
     sessions,
     endSession: createEndSession({ verifier, sessions }),
     keys: {

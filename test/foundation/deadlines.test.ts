@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
+import Router from '@koa/router';
+import { connect as tcpConnect } from 'node:net';
+import { connect, type TLSSocket } from 'node:tls';
+import type { Server } from 'node:https';
+import { pino } from 'pino';
+import { buildKoaApp } from '../../src/listeners/build-koa-app.js';
+import { listenHttps } from '../../src/listeners/https-listeners.js';
+import { createResponseDeadline } from '../../src/listeners/response-deadline.js';
+import { createHttpsClient, type HttpsClient } from '../helpers/https-client.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+// Starting the controller (PGlite, migrations, PKI) takes far longer than jest's default on a loaded
+// machine; every wait below has its own bound.
+jest.setTimeout(180_000);
+
+const MGMT = '/edge/management/v1';
+
+/**
+ * A never-answering handler cannot be reached in the controller (and must not be): these tests
+ * serve the controller's own listener pieces (buildKoaApp with the deadline the configuration
+ * sets, listenHttps, its PKI) around routes of their own.
+ */
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({
+    env: {
+      SVC_SERVER_RESPONSE_DEADLINE: '1s',
+      SVC_SERVER_TLS_HANDSHAKE_TIMEOUT: '1s',
+      SVC_SERVER_SHUTDOWN_GRACE_PERIOD: '2s',
+    },
+  });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+describe('the response deadline', () => {
+  let stuck: Server;
+  let client: HttpsClient;
+  const lines: Record<string, any>[] = [];
+  let lateFinished: () => void;
+  const late = new Promise<void>((resolve) => (lateFinished = resolve));
+
+  beforeAll(async () => {
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const router = new Router();
+    router.get('/never', (ctx) => {
+      ctx.set('x-half-done', 'yes');
+      return new Promise(() => undefined);
+    });
+    // Answers long after its deadline: what it writes then must go nowhere.
+    router.get('/late', async (ctx) => {
+      await new Promise((r) => setTimeout(r, 3000));
+      ctx.status = 201;
+      ctx.set('x-late', 'yes');
+      ctx.body = { late: true };
+      lateFinished();
+    });
+    router.get('/quick', (ctx) => {
+      ctx.body = { quick: true };
+    });
+    const spec = {
+      name: 'deadline-test',
+      interfaces: ['127.0.0.1:0'],
+      addresses: ['127.0.0.1:0'],
+      apis: new Map(),
+    };
+    const deadline = createResponseDeadline(server.app.config.server.responseDeadline);
+    const app = buildKoaApp(spec, { common: [router] }, logger, undefined, deadline.middleware);
+    const bound = await listenHttps('127.0.0.1:0', server.app.pki, {
+      onRequest: app.callback(),
+      handshakeTimeoutMs: 10_000,
+    });
+    stuck = bound.server;
+    client = createHttpsClient(`https://127.0.0.1:${bound.port}`, { ca: server.ca });
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    stuck?.closeAllConnections();
+    await new Promise((r) => stuck?.close(r));
+  });
+
+  test('a handler that never answers gets 503 SERVICE_UNAVAILABLE at the deadline, logged with its request id', async () => {
+    const res = await client.get('/never');
+    expect(res.status).toBe(503);
+    expect(res.header('retry-after')).toBe('1');
+    expect(res.body).toEqual({
+      error: {
+        code: 'SERVICE_UNAVAILABLE',
+        message: expect.stringContaining('in time'),
+        requestId: res.header('request-id'),
+      },
+      meta: { apiVersion: '1' },
+    });
+    // What the handler had set is gone; what was set before it (security headers) stays.
+    expect(res.header('x-half-done')).toBeUndefined();
+    expect(res.header('cache-control')).toBe('no-store');
+    const logged = lines.find((l) => l.msg === 'no response within the deadline: answered 503');
+    expect(logged).toMatchObject({ requestId: res.header('request-id'), path: '/never', deadlineSeconds: 1 });
+    expect(lines.find((l) => l.msg === 'request' && l.requestId === res.header('request-id'))).toMatchObject({
+      status: 503,
+    });
+  });
+
+  test('an answer that comes after the deadline is dropped; the connection keeps serving', async () => {
+    const res = await client.get('/late');
+    expect(res.status).toBe(503);
+    await late;
+    // The same kept-alive connection answers the next request normally.
+    const next = await client.get('/quick');
+    expect(next.status).toBe(200);
+    expect(next.body).toEqual({ quick: true });
+    expect(next.header('x-late')).toBeUndefined();
+    await waitFor(
+      () => lines.some((l) => l.msg === 'a request finished after its deadline; its answer was dropped'),
+      {
+        what: 'the late answer to be logged',
+      },
+    );
+  });
+
+  test('the controller with a short deadline answers its own routes as before', async () => {
+    const res = await server.client.get('/health/ready');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok' });
+    const unknown = await server.client.get(`${MGMT}/no-such-thing`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.code).toBe('NOT_FOUND');
+  });
+});
+
+describe('connections that never finish', () => {
+  test('a connection that never completes its TLS handshake is closed by the server', async () => {
+    const port = Number(new URL(server.url).port);
+    const socket = tcpConnect({ host: '127.0.0.1', port });
+    let closed = false;
+    socket.on('close', () => (closed = true));
+    socket.on('error', () => undefined);
+    // Node's own default would hold it for two minutes; the test gives up after 30 s.
+    await waitFor(() => closed, { timeout: 30_000, what: 'the server to close the silent connection' });
+    socket.destroy();
+  });
+});
+
+/** A request whose body is still arriving: the server has it in hand (100 Continue) but cannot answer. */
+async function halfSentLogin(url: string, ca: string) {
+  const { port } = new URL(url);
+  const socket: TLSSocket = connect({ host: '127.0.0.1', port: Number(port), ca, servername: 'localhost' });
+  await new Promise<void>((r) => socket.once('secureConnect', () => r()));
+  const body = JSON.stringify({ username: 'admin', password: 'admin-password-1' });
+  let response = '';
+  let ended = false;
+  socket.on('data', (d) => (response += d));
+  socket.on('close', () => (ended = true));
+  socket.on('error', () => undefined);
+  socket.write(
+    `POST ${MGMT}/authenticate?method=password HTTP/1.1\r\nHost: localhost:${port}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n` +
+      body.slice(0, 10),
+  );
+  await waitFor(() => response.includes('100 Continue'), { what: 'the server to take the request' });
+  return {
+    finish: () => socket.write(body.slice(10)),
+    response: () => response,
+    ended: () => ended,
+    destroy: () => socket.destroy(),
+  };
+}
+
+// Last: it stops the shared server. Requests that finish during the grace period are the
+// spawned-process tests' subject (start-and-stop.test.ts).
+describe('shutdown', () => {
+  test('a request still unanswered when the grace period ends gets 503 and the listeners close', async () => {
+    const never = await halfSentLogin(server.url, server.ca);
+    try {
+      await server.app.shutdown();
+      await waitFor(() => never.ended(), { what: 'the unfinished request to be answered and closed' });
+      const answer = never.response();
+      expect(answer).toMatch(/HTTP\/1\.1 503 Service Unavailable/);
+      expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+      expect(answer).toContain('"code":"SERVICE_UNAVAILABLE"');
+      const port = Number(new URL(server.url).port);
+      const refused = await new Promise<string>((resolve) => {
+        const s = tcpConnect({ host: '127.0.0.1', port });
+        s.once('connect', () => {
+          s.destroy();
+          resolve('connected');
+        });
+        s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+      });
+      expect(refused).toBe('ECONNREFUSED');
+    } finally {
+      never.destroy();
+    }
+  });
+});
