@@ -6,6 +6,7 @@ import type { Config } from './config/load-config.js';
 import type { ListenerSpec } from './config/web-listeners.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/create-database.js';
+import { instanceLockFor } from './db/instance-lock.js';
 import type { PrincipalResolver } from './middleware/authenticate.js';
 import { createRateLimiter } from './middleware/rate-limit.js';
 import { createOidc } from './oidc/create-oidc.js';
@@ -178,6 +179,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     findPolicy: (id) => authPoliciesRepository.findById(knex, id),
     factors: secondFactors,
     totp: services.totp,
+    janitorLock: instanceLockFor(deps.database, 'oidcJanitor'),
   });
   return { oidc };
 }
@@ -235,7 +237,7 @@ export async function compose(deps: ComposeDeps) {
   const services = await createDomainServices(deps);
   const oidcPart = deps.config.edge ? await createOidcPart(deps, services) : undefined;
   const routers = oidcPart ? edgeRoutersOf(createRouteDeps(deps.config, services, oidcPart)) : undefined;
-  const stopJanitor = startJanitor(knex, deps.logger);
+  const stopJanitor = startJanitor(knex, deps.logger, instanceLockFor(deps.database, 'janitor'));
 
   return {
     /** Security events: logged one line each, and observable in-process (metrics). */

@@ -158,6 +158,15 @@ export const configSchema = z.object({
   database: z
     .object({
       poolMax: int(10, 1, 200).meta({ description: 'Connections per instance to that PostgreSQL.' }),
+      instanceLock: z
+        .enum(['advisory', 'lease'])
+        .default('advisory')
+        .meta({
+          description:
+            'How instances agree that one of them runs migrations or a clean-up pass: advisory (PostgreSQL ' +
+            'session advisory locks) or lease (a row in instance_locks, for PostgreSQL-compatible engines ' +
+            'without advisory locks; see docs/adr/0008-distributed-sql.md).',
+        }),
     })
     .prefault({}),
   address: hostPort.default('127.0.0.1:1280').meta({

@@ -36,6 +36,7 @@ const NAMED_VARIABLES: Record<string, string> = {
 /** Every other scalar setting: `SVC_` + its YAML path in upper snake case. */
 const SCALAR_PATHS = [
   'database.poolMax',
+  'database.instanceLock',
   'edge.api.sessionTimeout',
   'edge.api.disableOidcAutoBinding',
   'edge.oidc.accessTokenDuration',

@@ -10,7 +10,14 @@ import { migrationSource } from './migration-source.js';
 export type Db = Knex | Knex.Transaction;
 
 export type DatabaseTarget =
-  { kind: 'pg'; connectionString: string; poolMax: number } | { kind: 'pglite'; dataDir?: string };
+  | {
+      kind: 'pg';
+      connectionString: string;
+      poolMax: number;
+      /** How "one instance at a time" is held (src/db/instance-lock.ts); default `advisory`. */
+      instanceLock?: 'advisory' | 'lease';
+    }
+  | { kind: 'pglite'; dataDir?: string };
 
 export interface Database {
   knex: Knex;
@@ -51,9 +58,14 @@ export function pgliteDir(dataDir: string): string {
 export function databaseFor(config: {
   databaseUrl?: string;
   dataDir: string;
-  database: { poolMax: number };
+  database: { poolMax: number; instanceLock?: 'advisory' | 'lease' };
 }): Database {
   return config.databaseUrl
-    ? createDatabase({ kind: 'pg', connectionString: config.databaseUrl, poolMax: config.database.poolMax })
+    ? createDatabase({
+        kind: 'pg',
+        connectionString: config.databaseUrl,
+        poolMax: config.database.poolMax,
+        instanceLock: config.database.instanceLock,
+      })
     : createDatabase({ kind: 'pglite', dataDir: pgliteDir(config.dataDir) });
 }

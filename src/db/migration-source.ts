@@ -8,6 +8,7 @@ import * as m006 from '../../migrations/006_hashed_oidc_payload_ids.js';
 import * as m007 from '../../migrations/007_sealed_enrollment_tokens.js';
 import * as m008 from '../../migrations/008_login_failures_per_address.js';
 import * as m009 from '../../migrations/009_identity_list_indexes.js';
+import * as m010 from '../../migrations/010_instance_locks.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -23,6 +24,7 @@ const migrations: Record<string, Knex.Migration> = {
   '007_sealed_enrollment_tokens': m007,
   '008_login_failures_per_address': m008,
   '009_identity_list_indexes': m009,
+  '010_instance_locks': m010,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

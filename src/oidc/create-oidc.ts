@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
 import type { ListenerSpec } from '../config/web-listeners.js';
 import type { SecretBox } from '../crypto/secret-box.js';
+import type { InstanceLock } from '../db/instance-lock.js';
 import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { createKeyService } from '../services/keys/key-service.js';
@@ -46,6 +47,8 @@ export interface OidcDeps {
   /** The second factors and the TOTP service the login's steps check. */
   factors: LoginFlowDeps['factors'];
   totp: LoginFlowDeps['totp'];
+  /** Held by the instance that runs a clean-up pass of the provider's expired rows. */
+  janitorLock: InstanceLock;
 }
 
 /** Every `edge-oidc` bind-point address with its URI patterns. */
@@ -165,7 +168,7 @@ export async function createOidc(deps: OidcDeps) {
     logger,
   });
   await watcher.start();
-  const stopJanitor = startOidcJanitor(knex, logger);
+  const stopJanitor = startOidcJanitor(knex, logger, deps.janitorLock);
 
   return {
     registry,

@@ -133,6 +133,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '007_sealed_enrollment_tokens',
         '008_login_failures_per_address',
         '009_identity_list_indexes',
+        '010_instance_locks',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);
