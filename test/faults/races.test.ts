@@ -27,15 +27,16 @@ import { waitFor } from '../helpers/wait-for.js';
  * Races across two controller processes on one PostgreSQL database: each trial sends its
  * parallel requests half to one process and half to the other, and counts a trial exact when
  * what a client sees and what the database holds afterwards are exactly what one request would
- * have produced. FAULTS_TRIALS sets the number of trials of every race (`npm run soak`); by
- * default 100, and 20 for the password race, whose 64 Argon2id checks a trial (refused attempts
- * cost the same work as judged ones) would alone take minutes of CPU at 100.
+ * have produced. By default 100 trials per race, and 20 for the password race, whose 64 Argon2id
+ * checks a trial (refused attempts cost the same work as judged ones) would alone take minutes of
+ * CPU at 100. FAULT_SCALE multiplies both (`npm run soak`); FAULTS_TRIALS sets every race's count.
  */
-const TRIALS = Number(process.env.FAULTS_TRIALS ?? 100);
-const PASSWORD_TRIALS = Number(process.env.FAULTS_TRIALS ?? 20);
+const SCALE = Number(process.env.FAULT_SCALE ?? 1);
+const TRIALS = Number(process.env.FAULTS_TRIALS ?? 100 * SCALE);
+const PASSWORD_TRIALS = Number(process.env.FAULTS_TRIALS ?? 20 * SCALE);
 
-// Two processes start (tsx, migrations, PKI), then six races of TRIALS trials each.
-jest.setTimeout(600_000);
+// Two processes start (tsx, migrations, PKI); each race then runs its trials on a loaded machine.
+jest.setTimeout(600_000 * Math.max(1, TRIALS / 100));
 
 const ADMIN = { username: 'admin', password: 'admin-password-1' };
 const MGMT = '/edge/management/v1';
