@@ -12,9 +12,7 @@ export async function up(knex: Knex): Promise<void> {
     holder text NOT NULL,
     expires_at timestamptz NOT NULL
   )`);
-  await knex.raw(
-    'CREATE INDEX totp_failures__window_started_at_index ON totp_failures (window_started_at)',
-  );
+  await knex.raw('CREATE INDEX totp_failures__window_started_at_index ON totp_failures (window_started_at)');
 }
 
 export async function down(knex: Knex): Promise<void> {
