@@ -6,6 +6,7 @@ import type { Config } from './config/load-config.js';
 import type { ListenerSpec } from './config/web-listeners.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/create-database.js';
+import { instanceLockFor } from './db/instance-lock.js';
 import type { PrincipalResolver } from './middleware/authenticate.js';
 import type { MetricsRegistry } from './services/metrics-registry.js';
 import { createRateLimiter, type SharedLimiterFactory } from './middleware/rate-limit.js';
@@ -202,6 +203,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     totp: services.totp,
     audit: services.audit,
     onGrant: deps.metrics.countGrant,
+    janitorLock: instanceLockFor(deps.database, 'oidcJanitor'),
   });
   return { oidc };
 }
@@ -281,7 +283,7 @@ export async function compose(deps: ComposeDeps) {
   const services = await createDomainServices(deps);
   const oidcPart = deps.config.edge ? await createOidcPart(deps, services) : undefined;
   const routers = oidcPart ? edgeRoutersOf(createRouteDeps(deps, services, oidcPart)) : undefined;
-  const stopJanitor = startJanitor(knex, deps.logger);
+  const stopJanitor = startJanitor(knex, deps.logger, instanceLockFor(deps.database, 'janitor'));
 
   return {
     /** Security events: logged one line each, and observable in-process (metrics). */

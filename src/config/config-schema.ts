@@ -199,6 +199,15 @@ export const configSchema = z.object({
             'LISTEN/NOTIFY plus a catch-up read every second; `poll` = the catch-up read alone, for ' +
             'PostgreSQL-compatible engines without LISTEN/NOTIFY. Either way within about a second.',
         }),
+      instanceLock: z
+        .enum(['advisory', 'lease'])
+        .default('advisory')
+        .meta({
+          description:
+            'How instances agree that one of them runs migrations or a clean-up pass: advisory (PostgreSQL ' +
+            'session advisory locks) or lease (a row in instance_locks, for PostgreSQL-compatible engines ' +
+            'without advisory locks; see docs/adr/0011-distributed-sql.md).',
+        }),
     })
     .prefault({}),
   address: hostPort.default('127.0.0.1:1280').meta({

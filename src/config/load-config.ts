@@ -40,6 +40,7 @@ const SCALAR_PATHS = [
   'database.statementTimeout',
   'database.acquireTimeout',
   'database.changeFeed',
+  'database.instanceLock',
   'edge.api.sessionTimeout',
   'edge.api.disableOidcAutoBinding',
   'edge.oidc.accessTokenDuration',

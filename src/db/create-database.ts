@@ -17,6 +17,8 @@ export interface PgTarget {
   statementTimeoutMs?: number;
   /** How long a query waits for a pooled connection (or a new one to connect), in ms. */
   acquireTimeoutMs?: number;
+  /** How "one instance at a time" is held (src/db/instance-lock.ts); default `advisory`. */
+  instanceLock?: 'advisory' | 'lease';
 }
 
 export type DatabaseTarget = PgTarget | { kind: 'pglite'; dataDir?: string };
@@ -76,7 +78,12 @@ export function pgliteDir(dataDir: string): string {
 export function databaseFor(config: {
   databaseUrl?: string;
   dataDir: string;
-  database: { poolMax: number; statementTimeout?: number; acquireTimeout?: number };
+  database: {
+    poolMax: number;
+    statementTimeout?: number;
+    acquireTimeout?: number;
+    instanceLock?: 'advisory' | 'lease';
+  };
 }): Database {
   const { poolMax, statementTimeout = 0, acquireTimeout = 10 } = config.database;
   return config.databaseUrl
@@ -86,6 +93,7 @@ export function databaseFor(config: {
         poolMax,
         statementTimeoutMs: statementTimeout * 1000,
         acquireTimeoutMs: Math.max(1, acquireTimeout) * 1000,
+        instanceLock: config.database.instanceLock,
       })
     : createDatabase({ kind: 'pglite', dataDir: pgliteDir(config.dataDir) });
 }

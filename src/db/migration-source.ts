@@ -9,6 +9,7 @@ import * as m007 from '../../migrations/007_sealed_enrollment_tokens.js';
 import * as m008 from '../../migrations/008_login_failures_per_address.js';
 import * as m009 from '../../migrations/009_identity_list_indexes.js';
 import * as m010 from '../../migrations/010_rate_limits.js';
+import * as m011 from '../../migrations/011_instance_locks.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -25,6 +26,7 @@ const migrations: Record<string, Knex.Migration> = {
   '008_login_failures_per_address': m008,
   '009_identity_list_indexes': m009,
   '010_rate_limits': m010,
+  '011_instance_locks': m011,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
 import type { ListenerSpec } from '../config/web-listeners.js';
 import type { SecretBox } from '../crypto/secret-box.js';
+import type { InstanceLock } from '../db/instance-lock.js';
 import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { createKeyService } from '../services/keys/key-service.js';
@@ -51,6 +52,8 @@ export interface OidcDeps {
   audit: AuditTrail;
   /** Told each token endpoint outcome (metrics). */
   onGrant?: GrantObserver;
+  /** Held by the instance that runs a clean-up pass of the provider's expired rows. */
+  janitorLock: InstanceLock;
 }
 
 /** Every `edge-oidc` bind-point address with its URI patterns. */
@@ -182,7 +185,7 @@ export async function createOidc(deps: OidcDeps) {
     logger,
   });
   await watcher.start();
-  const stopJanitor = startOidcJanitor(knex, logger);
+  const stopJanitor = startOidcJanitor(knex, logger, deps.janitorLock);
 
   return {
     registry,

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import type { InstanceLock } from '../db/instance-lock.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { drainExpired, runJanitor } from '../services/janitor.js';
 
@@ -12,7 +13,11 @@ export function deleteExpiredOidcPayloads(knex: Knex, now: Date): Promise<number
   return drainExpired((limit) => oidcPayloadsRepository.deleteExpired(knex, before, limit));
 }
 
-/** Auth requests are created anonymously; a pass a minute removes all that have expired. */
-export function startOidcJanitor(knex: Knex, logger: Logger): () => void {
-  return runJanitor(() => deleteExpiredOidcPayloads(knex, new Date()), logger, 'oidc payloads');
+/**
+ * Interactions (auth requests) are created anonymously; a pass a minute, by one instance at a
+ * time, removes every model instance that has expired: interactions, codes, refresh tokens,
+ * sessions, grants.
+ */
+export function startOidcJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => void {
+  return runJanitor(() => deleteExpiredOidcPayloads(knex, new Date()), lock, logger, 'oidc payloads');
 }

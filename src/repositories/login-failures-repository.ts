@@ -83,8 +83,8 @@ export const loginFailuresRepository = {
   /** Hourly windows that have ended, in bounded batches (the janitor). */
   async deleteStaleWindows(db: Db, now: Date, limit = 1000): Promise<number> {
     const { rows } = await db.raw(
-      `DELETE FROM login_address_failures WHERE ctid IN
-         (SELECT ctid FROM login_address_failures WHERE window_started_at <= ? LIMIT ?)
+      `DELETE FROM login_address_failures WHERE (identity_id, client_address) IN
+         (SELECT identity_id, client_address FROM login_address_failures WHERE window_started_at <= ? LIMIT ?)
        RETURNING identity_id`,
       [new Date(now.getTime() - HOUR_MS), limit],
     );

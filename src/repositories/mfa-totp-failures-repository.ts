@@ -35,4 +35,15 @@ export const mfaTotpFailuresRepository = {
       .andWhere('failures', '>', 0)
       .update({ failures: db.raw('failures - 1') });
   },
+
+  /** Windows that started before `before` have ended (the janitor), at most `limit` per call. */
+  async deleteEndedWindows(db: Db, before: Date, limit = 1000): Promise<number> {
+    const { rows } = await db.raw(
+      `DELETE FROM totp_failures WHERE identity_id IN
+         (SELECT identity_id FROM totp_failures WHERE window_started_at < ? LIMIT ?)
+       RETURNING identity_id`,
+      [before, limit],
+    );
+    return rows.length;
+  },
 };

@@ -41,7 +41,10 @@ export const signingKeysRepository = {
     return rows.map(toKey);
   },
 
-  /** Holds until the surrounding transaction ends (the first key is created once, by one instance). */
+  /**
+   * Holds until the surrounding transaction ends: the first key is created once, by one instance,
+   * and concurrent rotations publish one key.
+   */
   async lock(trx: Db): Promise<void> {
     await trx.raw('SELECT pg_advisory_xact_lock(?)', [KEYS_LOCK]);
   },

@@ -1,8 +1,11 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import { ifInstanceLockFree, type InstanceLock } from '../db/instance-lock.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
 import { loginFailuresRepository } from '../repositories/login-failures-repository.js';
+import { mfaTotpFailuresRepository } from '../repositories/mfa-totp-failures-repository.js';
+import { TOTP_FAILURE_WINDOW_MS } from './mfa/totp-attempts.js';
 
 const EVERY_MS = 60_000;
 /** Rows per DELETE: short statements, no long locks. */
@@ -14,8 +17,7 @@ const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolv
 
 /**
  * Deletes batch after batch until one comes back short, so a pass empties the table of expired
- * rows however fast anonymous clients create them; bounded, and yielding between batches. Covers
- * API sessions, revocations and ended hourly login-failure windows.
+ * rows however fast anonymous clients create them; bounded, and yielding between batches.
  */
 export async function drainExpired(deleteBatch: (limit: number) => Promise<number>): Promise<number> {
   let total = 0;
@@ -28,13 +30,26 @@ export async function drainExpired(deleteBatch: (limit: number) => Promise<numbe
   return total;
 }
 
-/** Runs `pass` every minute, never two at once; a failure is logged and the next minute retries. */
-export function runJanitor(pass: () => Promise<unknown>, logger: Logger, what: string): () => void {
+/**
+ * One pass, by one instance at a time: `{ ran: false }` when another instance holds the lock (it
+ * is doing the same work, so this one skips until the next minute).
+ */
+export function janitorPass<T>(lock: InstanceLock, pass: () => Promise<T>) {
+  return ifInstanceLockFree(lock, pass);
+}
+
+/** Runs `pass` every minute under `lock`, never two at once; a failure is logged and the next minute retries. */
+export function runJanitor(
+  pass: () => Promise<unknown>,
+  lock: InstanceLock,
+  logger: Logger,
+  what: string,
+): () => void {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    pass()
+    janitorPass(lock, pass)
       .catch((err: unknown) => logger.warn({ err }, `clean-up of ${what} failed`))
       .finally(() => (running = false));
   }, EVERY_MS);
@@ -42,19 +57,23 @@ export function runJanitor(pass: () => Promise<unknown>, logger: Logger, what: s
   return () => clearInterval(timer);
 }
 
-/** Deletes expired API sessions and revocations. Every instance runs it; it is idempotent. */
-export function startJanitor(knex: Knex, logger: Logger): () => void {
-  return runJanitor(() => deleteExpiredRows(knex, new Date()), logger, 'expired rows');
+/** Deletes expired API sessions, revocations and ended failure windows, one instance at a time. */
+export function startJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => void {
+  return runJanitor(() => deleteExpiredRows(knex, new Date()), lock, logger, 'expired rows');
 }
 
-/** One janitor pass. */
+/** One janitor pass (without the lock). */
 export async function deleteExpiredRows(
   knex: Knex,
   now: Date,
-): Promise<{ sessions: number; revocations: number; loginWindows: number }> {
+): Promise<{ sessions: number; revocations: number; loginWindows: number; totpWindows: number }> {
+  const totpBefore = new Date(now.getTime() - TOTP_FAILURE_WINDOW_MS);
   return {
     sessions: await drainExpired((limit) => apiSessionsRepository.deleteExpired(knex, now, limit)),
     revocations: await drainExpired((limit) => revocationsRepository.deleteExpired(knex, now, limit)),
     loginWindows: await drainExpired((limit) => loginFailuresRepository.deleteStaleWindows(knex, now, limit)),
+    totpWindows: await drainExpired((limit) =>
+      mfaTotpFailuresRepository.deleteEndedWindows(knex, totpBefore, limit),
+    ),
   };
 }

@@ -134,6 +134,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '008_login_failures_per_address',
         '009_identity_list_indexes',
         '010_rate_limits',
+        '011_instance_locks',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

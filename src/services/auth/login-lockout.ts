@@ -1,10 +1,11 @@
 import type { Knex } from 'knex';
 import { inTransaction } from '../../db/transaction.js';
-import type { Identity } from '../../repositories/identities-repository.js';
+import { identitiesRepository, type Identity } from '../../repositories/identities-repository.js';
 import type { AuthPolicy } from '../../repositories/auth-policies-repository.js';
 import { loginFailuresRepository } from '../../repositories/login-failures-repository.js';
 import type { RevocationService } from '../revocation-service.js';
 import { clientAddressKey } from './client-address-key.js';
+import { isDisabled } from './identity-status.js';
 
 /**
  * ASVS 4.0.3 §2.2.1: at most 100 failed attempts per hour on one account, counted per client
@@ -54,8 +55,9 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
 
     /**
      * A failed or refused attempt stays counted. An identity already locked or disabled gains no
-     * new run. Any attempt that reaches `maxAttempts` may lock, but one atomic statement lets only
-     * the first of them do it, so parallel failures lock once. True when this attempt locked it.
+     * new run. Any attempt that reaches `maxAttempts` may lock, but only the first of them does
+     * (under the identity's row lock, one atomic statement ends the run), so parallel failures
+     * lock once. True when this attempt locked it.
      */
     async fail(
       identity: Identity,
@@ -72,6 +74,11 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
       const disabledUntil =
         lockoutDurationMinutes > 0 ? new Date(now().getTime() + lockoutDurationMinutes * 60_000) : null;
       return inTransaction(knex, async (trx, afterCommit) => {
+        // The identity's row orders the lockers. Attempts that arrive after a lock count a new run
+        // until they find the lock and give their count back; an attempt judged before the lock
+        // must not take that passing run for its own and lock a second time.
+        const current = await identitiesRepository.findByIdForUpdate(trx, identity.id);
+        if (!current || isDisabled(current, now())) return false;
         if (!(await loginFailuresRepository.endRunIfAtLeast(trx, identity.id, maxAttempts))) return false;
         await revocations.revokeIdentity(trx, identity.id, {
           changes: { disabled: true, disabledUntil },

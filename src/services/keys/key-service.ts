@@ -95,25 +95,42 @@ export function createKeyService(deps: KeyServiceDeps) {
       });
     },
 
-    /** Publishes a new key now; it signs after the grace period, when the current one retires. */
+    /**
+     * Publishes a new key now; it signs after the grace period, when the current one retires.
+     * Rotations sent together (an admin's retry, two operators at once, on any instances) publish
+     * one key: a rotation that finds, under the lock, a key still waiting for its grace period
+     * that is newer than the newest key when it began was overtaken by a concurrent one and
+     * answers with that key instead of publishing another, which would never sign. The key is
+     * generated under the lock, so the overtaken ones skip the slow RSA generation.
+     */
     async rotate(): Promise<KeyView> {
-      // The key is made first (RSA generation takes a while) so that the whole grace period remains.
-      const material = await generate();
-      const at = now();
-      const key = { ...material, signsFrom: new Date(at.getTime() + deps.rotationGraceSeconds * 1000) };
-      await inTransaction(deps.knex, async (trx, afterCommit) => {
+      const newestBefore = (await signingKeysRepository.list(deps.knex))[0]?.kid;
+      const { key, fresh } = await inTransaction(deps.knex, async (trx, afterCommit) => {
         await signingKeysRepository.lock(trx);
-        await signingKeysRepository.retireUnretired(trx, key.signsFrom);
-        await signingKeysRepository.insert(trx, key);
+        const [newest] = await signingKeysRepository.list(trx);
+        if (newest && newest.kid !== newestBefore && stateOf(newest, now()) === 'published') {
+          return { key: newest, fresh: false };
+        }
+        const material = await generate();
+        // Taken after the generation, so that the whole grace period remains.
+        const at = now();
+        const made = {
+          ...material,
+          createdAt: at,
+          signsFrom: new Date(at.getTime() + deps.rotationGraceSeconds * 1000),
+        };
+        await signingKeysRepository.retireUnretired(trx, made.signsFrom);
+        await signingKeysRepository.insert(trx, made);
         await signingKeysRepository.deleteRetiredBefore(trx, new Date(at.getTime() - lifetimeMs));
         (deps.audit ?? NO_AUDIT).recordAfterCommit(afterCommit, {
           event: 'key.rotated',
-          kid: key.kid,
-          alg: key.alg,
-          signsFrom: key.signsFrom.toISOString(),
+          kid: made.kid,
+          alg: made.alg,
+          signsFrom: made.signsFrom.toISOString(),
         });
+        return { key: made, fresh: true };
       });
-      return view({ ...key, createdAt: at }, stateOf({ ...key, createdAt: at }, now()) as KeyState);
+      return view(key, fresh ? (stateOf(key, now()) as KeyState) : 'published');
     },
 
     async list(): Promise<KeyView[]> {
