@@ -120,7 +120,7 @@ describe('hostile input at the edge: control characters and deep nesting (docs/o
     }
     expect(refused.username.body.error.cause.field).toBe('enrollment.updb');
     expect(refused.tagKey.body.error.cause.field).toBe('tags');
-    expect(refused.role.body.error.cause.field).toBe('roleAttributes');
+    expect(refused.role.body.error.cause.field).toBe('roleAttributes.0');
     expect(allowed.status).toBe(201);
     const listed = await server.client.get(
       `/edge/management/v1/identities?filter=${encodeURIComponent('name contains "zz-"')}`,
