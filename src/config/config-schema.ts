@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
-import { parseCidr } from './cidr.js';
+import { cidrProblem } from './cidr.js';
 
 /** A duration setting (`90s`, `30m`, `24h`) parsed to whole seconds. */
 const duration = (fallback: string) =>
@@ -70,7 +70,14 @@ const PROXY_PROTOCOL_DESCRIPTION =
 const proxyProtocol = z
   .object({
     trustedFrom: stringList
-      .pipe(z.array(z.string().refine((s) => parseCidr(s) !== undefined, 'must be an address or CIDR')))
+      .pipe(
+        z.array(
+          z.string().superRefine((s, ctx) => {
+            const problem = cidrProblem(s);
+            if (problem) ctx.addIssue({ code: 'custom', message: problem });
+          }),
+        ),
+      )
       .default([])
       .meta({ description: PROXY_PROTOCOL_DESCRIPTION, examples: [['10.0.0.0/8', '127.0.0.1/32']] }),
   })
