@@ -3,8 +3,10 @@
  * is an 8-bit CSI) and the bidirectional formatting characters (U+061C, U+200E/F,
  * U+202A–U+202E, U+2066–U+2069), which make one name look like another.
  */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
 const UNSAFE_BUT_NEWLINE =
+  // eslint-disable-next-line no-control-regex -- finding control characters is the point
   /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
 
 const escape = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;

@@ -24,6 +24,7 @@ export const CONTROL_REASON =
  * terminals: a line break there forges a row, an escape drives the terminal and a bidi override
  * shows one name as another (docs/security.md, input rules).
  */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const NOT_IN_A_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 
 /** isForbidden, plus what must not appear in single-line text (see NOT_IN_A_LINE). */

@@ -97,6 +97,7 @@ describe('svc edge import identities, tables, completion', () => {
 
   // Every control a terminal acts on: C0 (ESC, BEL, CR, LF), DEL, C1 and bidi controls.
   const RAW_CONTROL =
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
     /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 
   test('escape sequences from an import file are shown escaped, never sent to the terminal raw', async () => {

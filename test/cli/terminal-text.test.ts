@@ -3,6 +3,7 @@ import { formatTable } from '../../src/cli/table.js';
 import { terminalText } from '../../src/cli/terminal-text.js';
 
 // C0 (with TAB, CR, LF), DEL, C1, bidi overrides and isolates: what a terminal acts on.
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const RAW = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 
 describe('terminalText: values written to a terminal show controls instead of obeying them', () => {
@@ -37,6 +38,7 @@ describe('terminalText: values written to a terminal show controls instead of ob
       ],
       { width: 200 },
     );
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
     expect(table).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/u);
     expect(table.split('\n')).toHaveLength(4);
     expect(table).toContain('a\\u001b[2Jb');
