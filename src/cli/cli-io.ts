@@ -1,4 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
+import { terminalText } from './terminal-text.js';
 
 /** What a command may touch of the outside world; `main` passes the real process. */
 export interface CliIo {
@@ -19,14 +20,14 @@ export function processIo(): CliIo {
   };
 }
 
-/** One line of normal output. */
+/** One line of normal output; control characters in it are shown escaped (terminal-text.ts). */
 export function out(io: CliIo, line: string): void {
-  io.stdout.write(`${line}\n`);
+  io.stdout.write(`${terminalText(line, { keepNewlines: true })}\n`);
 }
 
 /** Notices that must not mix with `--json` output on stdout. */
 export function note(io: CliIo, line: string): void {
-  io.stderr.write(`${line}\n`);
+  io.stderr.write(`${terminalText(line, { keepNewlines: true })}\n`);
 }
 
 /**

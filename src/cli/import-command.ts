@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { ApiError } from './api-client.js';
 import { CliError, UsageError } from './cli-error.js';
@@ -12,6 +12,8 @@ import { formatTable } from './table.js';
 const IDENTITIES = '/edge/management/v1/identities';
 const DEFAULT_BATCH = 20;
 const MAX_BATCH = 100;
+/** Largest import file: far more rows than an import needs, small enough to parse in memory. */
+export const MAX_IMPORT_BYTES = 64 * 1024 * 1024;
 /** The columns (CSV header) or keys (JSON objects) of a row; docs/cli.md explains each. */
 const COLUMNS = [
   'name',
@@ -58,8 +60,15 @@ class RowError extends Error {}
 function readRows(path: string): Row[] {
   let text: string;
   try {
+    const size = statSync(path).size;
+    if (size > MAX_IMPORT_BYTES) {
+      throw new CliError(
+        `${path} is ${size} bytes; an import file may be at most ${MAX_IMPORT_BYTES} bytes (64 MiB): split it`,
+      );
+    }
     text = readFileSync(path, 'utf8');
   } catch (err) {
+    if (err instanceof CliError) throw err;
     throw new CliError(
       `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
     );

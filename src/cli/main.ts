@@ -10,6 +10,7 @@ import { identityCommands } from './identity-commands.js';
 import { importCommands } from './import-command.js';
 import { keysCommands } from './keys-commands.js';
 import { loginCommand } from './login-command.js';
+import { terminalText } from './terminal-text.js';
 import { commandHelp, groupHelp } from './usage.js';
 
 /** Every command (docs/cli.md), in the order the help lists them. */
@@ -110,7 +111,8 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
   } catch (err) {
     const failure =
       err instanceof CliError ? err : new CliError(err instanceof Error ? err.message : String(err));
-    io.stderr.write(`svc: ${failure.message.replace(/\s*\n\s*/g, ' ')}\n`);
+    // Messages quote files and server answers: escaped, so they cannot drive the terminal.
+    io.stderr.write(`svc: ${terminalText(failure.message.replace(/\s*\n\s*/g, ' '))}\n`);
     return failure.exitCode;
   }
 }

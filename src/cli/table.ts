@@ -1,3 +1,5 @@
+import { terminalText } from './terminal-text.js';
+
 /** How wide a table may be: the terminal's width, or none (the whole cell values). */
 export interface TableOptions {
   width?: number;
@@ -38,7 +40,10 @@ function fitWidths(natural: number[], minimum: number[], width: number): number[
  * Left-aligned columns separated by two spaces, like `ps` or `kubectl get`. With a width (a
  * terminal), over-long values are cut with `…`; scripts use `--json`, which never cuts.
  */
-export function formatTable(headers: string[], rows: string[][], options: TableOptions = {}): string {
+export function formatTable(rawHeaders: string[], rawRows: string[][], options: TableOptions = {}): string {
+  // Escaped before measuring: cell values come from the server or a file and may hold controls.
+  const headers = rawHeaders.map((h) => terminalText(h));
+  const rows = rawRows.map((r) => r.map((c) => terminalText(c)));
   const length = (s: string) => [...s].length;
   const natural = headers.map((h, i) => Math.max(length(h), ...rows.map((r) => length(r[i] ?? ''))));
   const widths =

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
-import { parseCidr } from './cidr.js';
+import { cidrProblem } from './cidr.js';
 
 /** A duration setting (`90s`, `30m`, `24h`) parsed to whole seconds. */
 const duration = (fallback: string) =>
@@ -69,12 +69,21 @@ const PROXY_PROTOCOL_DESCRIPTION =
   'Addresses or CIDR ranges of TCP proxies (HAProxy send-proxy-v2, nginx stream proxy_protocol) ' +
   'whose connections must start with a PROXY protocol v2 or v1 header: the client address it ' +
   'carries counts for rate limits, lockouts and logs. A connection from them without a valid ' +
-  'header, and a header from any other address, is closed. Unset or empty: no PROXY protocol.';
+  'header, and a header from any other address, is closed. IPv4 clients are matched against the IPv4 ' +
+  'ranges only, IPv6 clients against the IPv6 ranges only; an IPv4-mapped range stands for its IPv4 range ' +
+  '(::ffff:10.0.0.0/104 is 10.0.0.0/8) and is refused under /96. Unset or empty: no PROXY protocol.';
 
 const proxyProtocol = z
   .object({
     trustedFrom: stringList
-      .pipe(z.array(z.string().refine((s) => parseCidr(s) !== undefined, 'must be an address or CIDR')))
+      .pipe(
+        z.array(
+          z.string().superRefine((s, ctx) => {
+            const problem = cidrProblem(s);
+            if (problem) ctx.addIssue({ code: 'custom', message: problem });
+          }),
+        ),
+      )
       .default([])
       .meta({ description: PROXY_PROTOCOL_DESCRIPTION, examples: [['10.0.0.0/8', '127.0.0.1/32']] }),
   })

@@ -2,6 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { mappedIPv4, parseCidr } from './cidr.js';
 import { loadConfig } from './load-config.js';
 
 function fromYaml(yaml: string, env: Record<string, string> = {}) {
@@ -150,6 +151,27 @@ describe('proxyProtocol', () => {
         /proxyProtocol\.trustedFrom\.0 \(SVC_PROXY_PROTOCOL_TRUSTED_FROM\): must be an address or CIDR/,
       );
     }
+  });
+
+  test('an IPv4-mapped range under /96 is refused, naming the setting; from /96 on it is the IPv4 range', () => {
+    // ::ffff:10.0.0.0/8 reads like 10/8 but is ::/8, which holds every IPv4 client as ::ffff:a.b.c.d.
+    for (const bad of ['::ffff:10.0.0.0/8', '::ffff:a00:0/95', '::FFFF:127.0.0.1/0']) {
+      expect(() => fromEnv({ SVC_PROXY_PROTOCOL_TRUSTED_FROM: bad })).toThrow(
+        /proxyProtocol\.trustedFrom\.0 \(SVC_PROXY_PROTOCOL_TRUSTED_FROM\): .*IPv4-mapped range needs a prefix of at least 96/,
+      );
+    }
+    const c = fromEnv({ SVC_PROXY_PROTOCOL_TRUSTED_FROM: '::ffff:10.0.0.0/104,::ffff:192.0.2.7' });
+    expect(c.listeners[0]!.proxyProtocol).toEqual({
+      trustedFrom: ['::ffff:10.0.0.0/104', '::ffff:192.0.2.7'],
+    });
+    expect(parseCidr('::ffff:10.0.0.0/104')).toEqual({ network: '10.0.0.0', prefix: 8, type: 'ipv4' });
+    expect(parseCidr('::ffff:a00:0/104')).toEqual({ network: '10.0.0.0', prefix: 8, type: 'ipv4' });
+    expect(parseCidr('::ffff:192.0.2.7')).toEqual({ network: '192.0.2.7', prefix: 32, type: 'ipv4' });
+    expect(parseCidr('::/0')).toEqual({ network: '::', prefix: 0, type: 'ipv6' });
+    expect(parseCidr('fe80::1%eth0')).toBeUndefined();
+    expect(mappedIPv4('::ffff:127.0.0.2')).toBe('127.0.0.2');
+    expect(mappedIPv4('::1')).toBeUndefined();
+    expect(mappedIPv4('64:ff9b::7f00:2')).toBeUndefined();
   });
 
   test('the default-listener setting beside a web section is refused rather than ignored', () => {

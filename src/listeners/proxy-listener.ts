@@ -2,7 +2,7 @@ import { BlockList, createServer, isIPv4, type Socket } from 'node:net';
 import type { Server } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
-import { parseCidr } from '../config/cidr.js';
+import { cidrProblem, mappedIPv4, parseCidr } from '../config/cidr.js';
 import { parseProxyHeader, startsLikeProxyHeader, type ProxyHeader } from './proxy-protocol.js';
 
 export interface ProxyProtocolOptions {
@@ -27,14 +27,30 @@ const FIRST_BYTES_TIMEOUT_MS = 30_000;
 const kSource = Symbol('svc.proxyProtocolSource');
 type Screened = Socket & { [kSource]?: ProxyHeader['source'] | null };
 
-function trustList(cidrs: string[]): BlockList {
-  const list = new BlockList();
+/**
+ * One list per family, each checked only with peers of its own family. Node's BlockList matches
+ * across families (an IPv6 rule such as ::/8 holds every IPv4 peer as ::ffff:a.b.c.d), so one
+ * shared list would let a broad IPv6 range trust every IPv4 client. A dual-stack socket reports
+ * IPv4 peers as ::ffff:a.b.c.d; they are checked as the IPv4 address they are.
+ */
+interface TrustList {
+  check(peer: string): boolean;
+}
+
+function trustList(cidrs: string[]): TrustList {
+  const lists = { ipv4: new BlockList(), ipv6: new BlockList() };
   for (const text of cidrs) {
     const cidr = parseCidr(text);
-    if (!cidr) throw new Error(`proxyProtocol.trustedFrom: ${text} is not an address or CIDR`);
-    list.addSubnet(cidr.network, cidr.prefix, cidr.type);
+    if (!cidr) throw new Error(`proxyProtocol.trustedFrom: ${text} ${cidrProblem(text) ?? 'is not usable'}`);
+    lists[cidr.type].addSubnet(cidr.network, cidr.prefix, cidr.type);
   }
-  return list;
+  return {
+    check(peer) {
+      const address = mappedIPv4(peer) ?? peer;
+      const type = isIPv4(address) ? 'ipv4' : 'ipv6';
+      return lists[type].check(address, type);
+    },
+  };
 }
 
 /**
@@ -111,7 +127,7 @@ export async function listenWithProxyProtocol(
     // Resets before or during the handshake are the peer's business, not an exception of ours.
     socket.on('error', () => socket.destroy());
     socket.once('close', () => pending.delete(socket));
-    if (trusted.check(peer, isIPv4(peer) ? 'ipv4' : 'ipv6')) readHeader(socket, peer);
+    if (trusted.check(peer)) readHeader(socket, peer);
     else screen(socket, peer);
   });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { text, username } from './identity-schemas.js';
+import { line, text, username } from './identity-schemas.js';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
 
@@ -9,7 +9,7 @@ const dateTime = z.iso
   .datetime({ offset: true, message: 'must be a date-time such as "2030-01-31T12:00:00Z"' })
   .transform((s) => new Date(s));
 
-const id = text(255).min(1, 'must not be empty');
+const id = line(255).min(1, 'must not be empty');
 
 export const enrollmentCreateSchema = z
   .object({
@@ -49,7 +49,7 @@ export const enrollOttSchema = z.object({
 });
 
 /** `POST /enroll?method=ca`: an optional name for the `[requestedName]` placeholder. */
-export const enrollCaSchema = z.object({ name: text(255).optional() });
+export const enrollCaSchema = z.object({ name: line(255).optional() });
 
 export type EnrollmentCreateInput = z.output<typeof enrollmentCreateSchema>;
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
+import { LINE_REASON, isForbiddenInLine } from './safe-text.js';
 
 /**
  * Request bodies of the identity endpoints. Bodies may be JSON or form-encoded,
@@ -13,6 +14,9 @@ export const text = (max: number) =>
     .string()
     .max(max)
     .refine((s) => !s.includes('\0'), 'must not contain NUL characters');
+
+/** Text shown on one line (names, ids, usernames, attributes): see isForbiddenInLine. */
+export const line = (max: number) => text(max).refine((s) => !isForbiddenInLine(s), LINE_REASON);
 
 const formBoolean = (v: unknown) => (v === 'true' ? true : v === 'false' ? false : v);
 export const booleanField = z.preprocess(formBoolean, z.boolean());
@@ -28,17 +32,17 @@ const identityType = z.string().transform((value, ctx): IdentityTypeName => {
   return z.NEVER;
 });
 
-const name = text(255)
+const name = line(255)
   .transform((s) => s.trim())
   .refine((s) => s.length > 0, 'must not be empty');
 
 /** Blank means none, as in OpenZiti, whose clients send blanks. */
-const externalId = text(255)
+const externalId = line(255)
   .nullable()
   .transform((s) => (s === null || s.trim() === '' ? null : s));
 
 const roleAttributes = z
-  .array(text(255).min(1))
+  .array(line(255).min(1))
   .max(256)
   .nullable()
   .transform((list) => [...new Set(list ?? [])]);
@@ -48,10 +52,11 @@ const tags = z
   .record(z.string(), z.unknown())
   .nullable()
   .transform((t) => t ?? {})
-  .refine((t) => !JSON.stringify(t).includes('\\u0000'), 'must not contain NUL characters');
+  .refine((t) => !JSON.stringify(t).includes('\\u0000'), 'must not contain NUL characters')
+  .refine((t) => Object.keys(t).every((key) => !isForbiddenInLine(key)), `keys ${LINE_REASON}`);
 
-export const username = text(255).min(1, 'must not be empty');
-const id = text(255).min(1, 'must not be empty');
+export const username = line(255).min(1, 'must not be empty');
+const id = line(255).min(1, 'must not be empty');
 
 /** `enrollment`: at most one of ott / ottca / updb; two members or `ott: false` alone are refused. */
 const enrollment = z

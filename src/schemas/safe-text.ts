@@ -16,3 +16,21 @@ export function isForbidden(text: string): boolean {
 
 export const CONTROL_REASON =
   'must not contain control characters other than tab, line feed and carriage return, nor unpaired surrogates';
+
+/**
+ * Every C0 control (TAB, LF and CR included), DEL, C1 (U+0080–U+009F, where U+009B is an 8-bit
+ * CSI) and the bidirectional formatting characters (U+061C, U+200E/F, U+202A–U+202E,
+ * U+2066–U+2069). Names, usernames, ids and attributes are shown on one line in tables and
+ * terminals: a line break there forges a row, an escape drives the terminal and a bidi override
+ * shows one name as another (docs/security.md, input rules).
+ */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const NOT_IN_A_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+/** isForbidden, plus what must not appear in single-line text (see NOT_IN_A_LINE). */
+export function isForbiddenInLine(text: string): boolean {
+  return NOT_IN_A_LINE.test(text) || LONE_SURROGATE.test(text);
+}
+
+export const LINE_REASON =
+  'must be a single line without control characters (C0, DEL, C1) or bidirectional formatting characters, nor unpaired surrogates';

@@ -1,18 +1,19 @@
 import { z } from 'zod';
-import { booleanField, text } from './identity-schemas.js';
+import { booleanField, line, text } from './identity-schemas.js';
 
 /**
  * Field shapes shared by the policy, signer and CA bodies. Bodies may be form-encoded,
  * so numbers also come as the digit strings a form carries.
  */
-export { booleanField, text };
+export { booleanField, line, text };
 
+/** Single-line: names, issuers, claim names and list items are shown on one line. */
 export const nonEmpty = (max: number) =>
-  text(max)
+  line(max)
     .transform((s) => s.trim())
     .refine((s) => s.length > 0, 'must not be empty');
 
-export const idRef = text(255).min(1, 'must not be empty');
+export const idRef = line(255).min(1, 'must not be empty');
 
 /** Integers within bounds: PostgreSQL `integer` columns must never see a value that overflows. */
 export const boundedInt = (min: number, max: number) =>

@@ -244,13 +244,25 @@ describe('auto CA enrollment (POST /enroll?method=ca)', () => {
     expect(await identityNamed('toggled-late')).toHaveLength(1);
   });
 
-  test('a common name with NUL or an escape sequence is 400 on field name, leaving no rows', async () => {
+  test('a name with NUL, an escape sequence, a line break, C1 or bidi controls is 400 on field name, leaving no rows', async () => {
     const { ca } = await registeredCa('hostile-cn');
     const nul = await issueClientCert(ca, { commonName: 'ad\u0000min' });
     const escape = await issueClientCert(ca, { commonName: 'a\u001b[31mred' });
+    // An 8-bit CSI and a right-to-left override: a device must not choose a name that drives or
+    // disguises itself on the admin's terminal.
+    const csi = await issueClientCert(ca, { commonName: 'a\u009b31mred' });
+    const rtl = await issueClientCert(ca, { commonName: 'dev\u202egnp.exe' });
+    const asked = await issueClientCert(ca, { commonName: 'fine' });
     const before = await rowCounts();
 
-    const responses = [await enrollCa(nul), await enrollCa(escape)];
+    const responses = [
+      await enrollCa(nul),
+      await enrollCa(escape),
+      await enrollCa(csi),
+      await enrollCa(rtl),
+      await enrollCa(asked, { name: 'zz\rtrusted-sensor' }),
+      await enrollCa(asked, { name: 'zz\u0085next' }),
+    ];
 
     for (const res of responses) {
       expect(res.status).toBe(400);

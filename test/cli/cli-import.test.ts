@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { oneLine, startCliFixture, type CliFixture } from './cli-fixture.js';
 import { runSvcInTerminal } from './run-svc.js';
@@ -93,6 +93,77 @@ describe('svc edge import identities, tables, completion', () => {
     expect(res.stderr).toContain('unknown column isadmin');
     const listed = await fixture.api.get(`/identities?filter=${encodeURIComponent('name = "imp-typo"')}`);
     expect(listed.body.data).toEqual([]);
+  });
+
+  // Every control a terminal acts on: C0 (ESC, BEL, CR, LF), DEL, C1 and bidi controls.
+  const RAW_CONTROL =
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
+    /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+  test('escape sequences from an import file are shown escaped, never sent to the terminal raw', async () => {
+    const file = writeHome(
+      'hostile.csv',
+      'name,type\n"evil\u001b]0;PWNED\u0007\u001b[2J\u001b[Hall good",device\nimp-ok-one,"bad\u001b[31mtype"\n',
+    );
+    const res = await svc(['edge', 'import', 'identities', file]);
+    expect(res.code).toBe(1);
+    expect(res.stdout + res.stderr).not.toMatch(RAW_CONTROL);
+    expect(res.stdout).toContain('evil\\u001b]0;PWNED\\u0007\\u001b[2J\\u001b[Hall good');
+    expect(res.stdout).toContain('unknown type "bad\\u001b[31mtype"');
+    expect(res.stderr).toBe('svc: 2 of 2 rows failed\n');
+
+    const column = await svc([
+      'edge',
+      'import',
+      'identities',
+      writeHome('hostile2.csv', 'name,ty\u001b[2Jpe\n'),
+    ]);
+    expect(column.code).toBe(2);
+    expect(column.stderr).not.toMatch(RAW_CONTROL);
+    expect(column.stderr).toContain('unknown column ty\\u001b[2Jpe');
+
+    const json = await svc([
+      'edge',
+      'import',
+      'identities',
+      writeHome('hostile3.json', '[{"name":"x"}, \u001b[2J]'),
+    ]);
+    expect(json.code).toBe(1);
+    expect(oneLine(json.stderr)).toBe(true);
+    expect(json.stderr).not.toMatch(RAW_CONTROL);
+    expect(json.stderr).toContain('not valid JSON');
+  });
+
+  test('a stored name with CR, LF, C1 and bidi controls lists as one escaped row', async () => {
+    // Names stored before the server refused such characters: the CLI must still show them safely.
+    const created = await fixture.api.post('/identities', { name: 'imp-ctl-old', isAdmin: false });
+    expect(created.status).toBe(201);
+    const hostile = 'imp-ctl-x\rtrusted\nFAKEID  fake-admin  User  true\u009b31m\u007f\u202e';
+    await fixture.server.app.knex('identities').where({ id: created.body.data.id }).update({ name: hostile });
+
+    const res = await svc(['edge', 'list', 'identities', 'name contains "imp-ctl-"']);
+    expect(res.code).toBe(0);
+    expect(res.stdout).not.toMatch(RAW_CONTROL);
+    const lines = res.stdout.trimEnd().split('\n');
+    // Header, one row, the count: the LF in the name forged no row.
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toBe('results: 1');
+    expect(lines[1]).toContain(
+      'imp-ctl-x\\u000dtrusted\\u000aFAKEID  fake-admin  User  true\\u009b31m\\u007f\\u202e',
+    );
+
+    const json = await svc(['edge', 'list', 'identities', 'name contains "imp-ctl-"', '--json']);
+    expect(json.stdout).not.toMatch(RAW_CONTROL);
+    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ name: hostile })]);
+  });
+
+  test('an import file over 64 MiB is refused before it is read', async () => {
+    const file = writeHome('huge.csv', '');
+    truncateSync(file, 64 * 1024 * 1024 + 1);
+    const res = await svc(['edge', 'import', 'identities', file]);
+    expect(res.code).toBe(1);
+    expect(oneLine(res.stderr)).toBe(true);
+    expect(res.stderr).toContain('at most 67108864 bytes (64 MiB)');
   });
 
   test('on a terminal, the import draws a progress bar on stderr', async () => {

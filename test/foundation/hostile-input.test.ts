@@ -91,6 +91,47 @@ describe('hostile input at the edge: control characters and deep nesting (docs/o
     expect(log.errors()).toEqual([]);
   });
 
+  test('line breaks, DEL, C1 and bidi controls are refused in single-line fields, kept in free text', async () => {
+    const api = (body: unknown) =>
+      server.client.post('/edge/management/v1/identities', { body, headers: { 'svc-session': token } });
+    const refused = {
+      cr: await api({ name: 'zz-evil\rtrusted-sensor', isAdmin: false }),
+      lf: await api({ name: 'zz-nl\nFAKEID  fake-admin  User  true', isAdmin: false }),
+      del: await api({ name: 'zz-del\u007f', isAdmin: false }),
+      csi: await api({ name: 'zz-c1\u009b31mRED\u009b0m', isAdmin: false }),
+      rtl: await api({ name: 'invoice\u202egnp.exe', isAdmin: false }),
+      isolate: await api({ name: 'zz-iso\u2066x\u2069', isAdmin: false }),
+      externalId: await api({ name: 'zz-ext', isAdmin: false, externalId: 'e\u0085' }),
+      role: await api({ name: 'zz-role', isAdmin: false, roleAttributes: ['ops\tlab'] }),
+      tagKey: await api({ name: 'zz-tag', isAdmin: false, tags: { 'k\u009b': 'v' } }),
+      username: await api({ name: 'zz-user', isAdmin: false, enrollment: { updb: 'bob\r\nadmin' } }),
+      policy: await server.client.post('/edge/management/v1/auth-policies', {
+        body: { name: 'p\u202e' },
+        headers: { 'svc-session': token },
+      }),
+    };
+    const allowed = await api({ name: 'zz-ok-\u0645\u0631\u062d\u0628\u0627 é', isAdmin: false });
+
+    for (const [field, res] of Object.entries(refused)) {
+      const expected = ['externalId', 'username', 'tagKey', 'role', 'policy'].includes(field)
+        ? undefined
+        : 'name';
+      expectEdgeError(res, expected);
+    }
+    expect(refused.username.body.error.cause.field).toBe('enrollment.updb');
+    expect(refused.tagKey.body.error.cause.field).toBe('tags');
+    expect(refused.role.body.error.cause.field).toBe('roleAttributes.0');
+    expect(allowed.status).toBe(201);
+    const listed = await server.client.get(
+      `/edge/management/v1/identities?filter=${encodeURIComponent('name contains "zz-"')}`,
+      { headers: { 'svc-session': token } },
+    );
+    expect(listed.body.data.map((i: { name: string }) => i.name)).toEqual([
+      'zz-ok-\u0645\u0631\u062d\u0628\u0627 é',
+    ]);
+    expect(log.errors()).toEqual([]);
+  });
+
   test('an unpaired UTF-16 surrogate with valid credentials is 400, not a jsonb error', async () => {
     // JSON.parse turns "\ud800" into a lone surrogate that PostgreSQL's jsonb refuses to store.
     const raw = (body: string, path: string, headers: Record<string, string> = {}) =>

@@ -4,9 +4,11 @@
 // proxy in front of several processes.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { connect as netConnect } from 'node:net';
+import { createServer as createHttpsServer } from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
 import { pino } from 'pino';
 import { generateClientKeyAndCsr } from '../../src/crypto/pki.js';
+import { listenWithProxyProtocol } from '../../src/listeners/proxy-listener.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   clientBehindHeader,
@@ -165,4 +167,49 @@ describe('PROXY protocol on a listener', () => {
     expect(fromSilent.length).toBe(0);
     expect(fromHalf.length).toBe(0);
   }, 30_000);
+});
+
+describe('trustedFrom ranges are matched within their own address family', () => {
+  const servers: TestServer[] = [];
+  afterAll(() => Promise.all(servers.map((s) => s.close())));
+
+  async function serverTrusting(trustedFrom: string) {
+    const server = await startTestServer({ env: { SVC_PROXY_PROTOCOL_TRUSTED_FROM: trustedFrom } });
+    servers.push(server);
+    const port = Number(new URL(server.url).port);
+    /** Writes `chunks` from 127.0.0.2, then tries a TLS handshake; resolves whether it completed. */
+    return async (chunks: Buffer[]): Promise<boolean> => {
+      const raw = await connectWithPreamble('127.0.0.1', port, { chunks, localAddress: PROXY });
+      const tls = tlsConnect({ socket: raw, ca: server.ca, host: '127.0.0.1' });
+      return new Promise((resolve) => {
+        tls.once('secureConnect', () => {
+          tls.destroy();
+          resolve(true);
+        });
+        tls.once('error', () => resolve(false));
+        tls.once('close', () => resolve(false));
+      });
+    };
+  }
+  const header = () => [proxyV2({ address: '1.1.1.1', port: 1 })];
+
+  test('::ffff:10.0.0.0/8, which Node would match against every IPv4 peer, is refused at start', async () => {
+    await expect(
+      listenWithProxyProtocol(createHttpsServer(), '127.0.0.1', 0, { trustedFrom: ['::ffff:10.0.0.0/8'] }),
+    ).rejects.toThrow(
+      'proxyProtocol.trustedFrom: ::ffff:10.0.0.0/8 must be an address or CIDR; an IPv4-mapped',
+    );
+  });
+
+  test('an IPv6 range, even ::/0, trusts no IPv4 peer: 127.0.0.2 cannot claim another address', async () => {
+    const handshakes = await serverTrusting('::/0,::ffff:10.0.0.0/104');
+    expect(await handshakes(header())).toBe(false);
+    expect(await handshakes([])).toBe(true);
+  }, 180_000);
+
+  test('an IPv4-mapped address trusts that IPv4 peer', async () => {
+    const handshakes = await serverTrusting('::ffff:127.0.0.2');
+    expect(await handshakes(header())).toBe(true);
+    expect(await handshakes([])).toBe(false);
+  }, 180_000);
 });

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { outsideRequestScope } from '../request-scope.js';
 import type { KeySet } from './key-service.js';
 
 export interface KeyWatcherDeps {
@@ -40,12 +41,19 @@ export function createKeyWatcher({ load, onChange, logger, pollMs = 3000 }: KeyW
     schedule(keys.nextChangeAt);
   }
 
-  /** Serialised: one reload at a time, in order. */
+  /**
+   * Serialised: one reload at a time, in order. A request may ask for one (keys rotate): the
+   * reload and the wake timer it sets belong to no request, so they run outside the request scope;
+   * otherwise the timer would hold that request (its Koa ctx) until the next key change, and
+   * anything recorded on the way would be attributed to the caller.
+   */
   function refresh(): Promise<void> {
-    chain = chain.then(check, check);
-    return chain.catch((err: unknown) => {
-      logger.warn({ err }, 'signing key reload failed');
-      throw err;
+    return outsideRequestScope(() => {
+      chain = chain.then(check, check);
+      return chain.catch((err: unknown) => {
+        logger.warn({ err }, 'signing key reload failed');
+        throw err;
+      });
     });
   }
 

@@ -1,0 +1,46 @@
+import { describe, expect, test } from '@jest/globals';
+import { formatTable } from '../../src/cli/table.js';
+import { terminalText } from '../../src/cli/terminal-text.js';
+
+// C0 (with TAB, CR, LF), DEL, C1, bidi overrides and isolates: what a terminal acts on.
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const RAW = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+describe('terminalText: values written to a terminal show controls instead of obeying them', () => {
+  test('ESC, CR, LF, TAB, DEL, C1 CSI and bidi controls become \\uXXXX escapes', () => {
+    const hostile = 'a\u001b[2Jb\rc\nd\te\u007ff\u009b31mg\u202eh\u2066i\u0085j';
+    const shown = terminalText(hostile);
+    expect(shown).not.toMatch(RAW);
+    expect(shown).toBe('a\\u001b[2Jb\\u000dc\\u000ad\\u0009e\\u007ff\\u009b31mg\\u202eh\\u2066i\\u0085j');
+    expect(terminalText('plain é ☃ \u{1F600}')).toBe('plain é ☃ \u{1F600}');
+  });
+
+  test('keepNewlines lets LF through (the CLI own line breaks) and escapes the rest', () => {
+    expect(terminalText('one\ntwo\r\u001b]0;x\u0007', { keepNewlines: true })).toBe(
+      'one\ntwo\\u000d\\u001b]0;x\\u0007',
+    );
+  });
+
+  test('the escapes are JSON escapes: pretty JSON stays JSON with the same values', () => {
+    const value = { name: 'zz\u009b31mRED\u007f\u202e', list: ['a\u2066'] };
+    const shown = terminalText(JSON.stringify(value, null, 2), { keepNewlines: true });
+    expect(shown).not.toMatch(/[\u007f-\u009f\u202e\u2066]/u);
+    expect(JSON.parse(shown)).toEqual(value);
+  });
+
+  test('formatTable holds no raw control and keeps one line per row', () => {
+    const table = formatTable(
+      ['ID', 'NAME'],
+      [
+        ['1', 'a\u001b[2Jb'],
+        ['2', 'zz-nl\nFAKEID  fake-admin'],
+        ['3', 'evil\rtrusted\u009b0m'],
+      ],
+      { width: 200 },
+    );
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
+    expect(table).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/u);
+    expect(table.split('\n')).toHaveLength(4);
+    expect(table).toContain('a\\u001b[2Jb');
+  });
+});
