@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { statementsOf } from '../helpers/sql-statements.js';
 import { exchangeCode, followToCallback, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { enrolledUpdbUser, managementApi } from '../identities/identity-fixtures.js';
 
@@ -10,29 +11,16 @@ describe('password login: SQL statements of the login step', () => {
   });
   afterAll(() => server.close());
 
-  /** The statements knex sends while `run` is pending (the once-a-second revocation catch-up aside). */
-  async function statementsOf<T>(run: () => Promise<T>): Promise<{ result: T; sql: string[] }> {
-    const sql: string[] = [];
-    const record = (q: { sql: string }) => sql.push(q.sql);
-    server.app.knex.on('query', record);
-    try {
-      const result = await run();
-      return { result, sql: sql.filter((s) => !s.includes('"revocations"')) };
-    } finally {
-      server.app.knex.off('query', record);
-    }
-  }
-
   test('the login POST reads the identity twice and releases its lockout in one statement; the exchange reads facts and session at once', async () => {
     const api = managementApi(server, await server.adminToken());
     const user = await enrolledUpdbUser(server, api, 'login-statements-user');
     const started = await startAuthorization(server.client);
-    const { result: login, sql } = await statementsOf(() =>
+    const { result: login, sql } = await statementsOf(server.app.knex, () =>
       submitLogin(server.client, started, { body: { username: user.username, password: user.password } }),
     );
     // The resume answered in-process with the redirect carrying the code.
     const callback = await followToCallback(server.client, login);
-    const { result: token, sql: exchange } = await statementsOf(() =>
+    const { result: token, sql: exchange } = await statementsOf(server.app.knex, () =>
       exchangeCode(server.client, { code: callback.code, verifier: started.pkce.verifier }),
     );
     expect(token.status).toBe(200);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { statementsOf } from '../helpers/sql-statements.js';
 import { passwordLogin, refreshTokens } from '../helpers/oidc-client.js';
 import { enrolledUpdbUser, managementApi } from '../identities/identity-fixtures.js';
 
@@ -10,25 +11,14 @@ describe('refresh grant: SQL statements per grant', () => {
   });
   afterAll(() => server.close());
 
-  /** The statements knex sends while `run` is pending (the once-a-second revocation catch-up aside). */
-  async function statementsOf<T>(run: () => Promise<T>): Promise<{ result: T; sql: string[] }> {
-    const sql: string[] = [];
-    const record = (q: { sql: string }) => sql.push(q.sql);
-    server.app.knex.on('query', record);
-    try {
-      const result = await run();
-      return { result, sql: sql.filter((s) => !s.includes('"revocations"')) };
-    } finally {
-      server.app.knex.off('query', record);
-    }
-  }
-
   test('a refresh grant with rotation sends 3 statements: one read, the consume, the successor', async () => {
     const { tokens } = await passwordLogin(server.client, ADMIN_USERNAME, ADMIN_PASSWORD);
     // Every refresh of the chain counts, the first included: nothing is warmed up beforehand.
     let refreshToken = tokens.refresh_token!;
     for (let i = 0; i < 3; i++) {
-      const { result, sql } = await statementsOf(() => refreshTokens(server.client, refreshToken));
+      const { result, sql } = await statementsOf(server.app.knex, () =>
+        refreshTokens(server.client, refreshToken),
+      );
       expect(result.status).toBe(200);
       // Read the chain, consume the presented token, store its successor.
       expect(sql).toHaveLength(3);

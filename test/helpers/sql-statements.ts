@@ -1,0 +1,17 @@
+import type { Knex } from 'knex';
+
+/** The statements knex sends while `run` is pending (the once-a-second revocation catch-up aside). */
+export async function statementsOf<T>(
+  knex: Knex,
+  run: () => Promise<T>,
+): Promise<{ result: T; sql: string[] }> {
+  const sql: string[] = [];
+  const record = (q: { sql: string }) => sql.push(q.sql);
+  knex.on('query', record);
+  try {
+    const result = await run();
+    return { result, sql: sql.filter((s) => !s.includes('"revocations"')) };
+  } finally {
+    knex.off('query', record);
+  }
+}
