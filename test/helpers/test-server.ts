@@ -1,10 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load-config.js';
+import { pgliteDir } from '../../src/db/create-database.js';
 import { createHttpsClient, type ClientOptions, type HttpsClient } from './https-client.js';
+import { copyMigratedPglite } from './pglite-template.js';
 import { createTestDatabaseUrl } from './test-database.js';
 
 export const ADMIN_USERNAME = 'admin';
@@ -57,6 +59,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     },
     overrides: options.overrides,
   });
+  const pglite = pgliteDir(config.dataDir);
+  if (!config.databaseUrl && !existsSync(pglite)) await copyMigratedPglite(pglite);
   const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const app = await createApp(config, { logger });
   const url = app.listeners[0]!.urls.find((u) => u.includes('127.0.0.1')) ?? app.listeners[0]!.urls[0]!;
