@@ -9,7 +9,7 @@ import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
 export interface AccountPolicyDeps {
   findIdentity: (id: string) => Promise<Identity | undefined>;
   sessions: OidcSessions;
-  /** What the refresh token's read already brought of its grant within this request. */
+  /** What the read of a refresh token or code already brought of its grant within this request. */
   prefetch?: GrantPrefetch;
   /** The identity the login step completing on this request has just read (its in-process resume). */
   completedLogins?: CompletedLogins;

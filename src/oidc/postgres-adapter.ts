@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
-import { refreshChainRepository } from '../repositories/refresh-chain-repository.js';
+import { grantChainRepository, type GrantSourceModel } from '../repositories/grant-chain-repository.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 import { liveFacts } from './oidc-sessions.js';
 import { openPayload, sealPayload } from './stored-payload.js';
@@ -15,8 +15,9 @@ export interface PostgresAdapterDeps {
    */
   onGrantDestroyed: (grantId: string) => Promise<void>;
   /**
-   * When given, finding a refresh token inside a provider request reads its grant, login facts,
-   * API session and identity in the same statement and keeps them for that request.
+   * When given, finding a refresh token or an authorization code inside a provider request reads
+   * its grant, login facts, API session and identity in the same statement and keeps them for
+   * that request.
    */
   prefetch?: GrantPrefetch;
   /** The provider request being served (oidc-provider keeps it in an AsyncLocalStorage). */
@@ -25,6 +26,9 @@ export interface PostgresAdapterDeps {
 }
 
 const epoch = (d: Date) => Math.floor(d.getTime() / 1000);
+
+const isGrantSource = (model: string): model is GrantSourceModel =>
+  model === 'RefreshToken' || model === 'AuthorizationCode';
 
 /**
  * Every id, uid and user code the provider generates is short printable ASCII; client ids are
@@ -66,7 +70,7 @@ export function createPostgresAdapter({
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (!plausible(id)) return undefined;
       const ctx = prefetch && requestContext();
-      if (ctx && this.model === 'RefreshToken') return this.findRefreshToken(ctx, id);
+      if (ctx && isGrantSource(this.model)) return this.findWithGrant(ctx, this.model, id);
       if (ctx && this.model === 'Grant') {
         const hit = prefetch!.get(ctx, id);
         if (hit) return this.reply(id, hit.grant);
@@ -106,10 +110,14 @@ export function createPostgresAdapter({
       await oidcPayloadsRepository.deleteByGrantId(knex, grantId, this.model);
     }
 
-    /** The token as a plain find returns it; what came along is kept for this request. */
-    private async findRefreshToken(ctx: object, id: string): Promise<AdapterPayload | undefined> {
+    /** The token or code as a plain find returns it; what came along is kept for this request. */
+    private async findWithGrant(
+      ctx: object,
+      model: GrantSourceModel,
+      id: string,
+    ): Promise<AdapterPayload | undefined> {
       const at = now();
-      const chain = await refreshChainRepository.find(knex, id, at);
+      const chain = await grantChainRepository.find(knex, model, id, at);
       if (!chain) return undefined;
       const grantId = chain.token.payload.grantId;
       if (typeof grantId === 'string') {

@@ -11,7 +11,7 @@ describe('password login: SQL statements of the login step', () => {
   });
   afterAll(() => server.close());
 
-  test('the login POST reads the identity twice and releases its lockout in one statement; the exchange reads facts and session at once', async () => {
+  test('the login POST reads the identity twice and releases its lockout in one statement; the code exchange takes three statements', async () => {
     const api = managementApi(server, await server.adminToken());
     const user = await enrolledUpdbUser(server, api, 'login-statements-user');
     const started = await startAuthorization(server.client);
@@ -24,9 +24,12 @@ describe('password login: SQL statements of the login step', () => {
       exchangeCode(server.client, { code: callback.code, verifier: started.pkce.verifier }),
     );
     expect(token.status).toBe(200);
-    // The grant's login facts and their API session's expiry come in one joined read.
-    expect(exchange.filter((s) => /"api_sessions"/.test(s))).toEqual([
-      expect.stringMatching(/^select .* from "oidc_payloads" left join "api_sessions"/),
+    // Three statements, as for a refresh: the code with its grant, login facts, API session and
+    // identity in one joined read; the conditional consume; the refresh token's insert.
+    expect(exchange).toEqual([
+      expect.stringMatching(/FROM oidc_payloads rt\s[\s\S]*LEFT JOIN api_sessions s[\s\S]*LEFT JOIN identities i/),
+      expect.stringMatching(/^update "oidc_payloads" set "consumed_at" = .* and "consumed_at" is null$/),
+      expect.stringMatching(/^insert into "oidc_payloads"/),
     ]);
 
     // Once to find the login's identity, once after the slow hash (a lock set meanwhile holds);

@@ -3,11 +3,15 @@ import { hashTokenId } from '../crypto/token-id-hash.js';
 import { toIdentity, type Identity } from './identities-repository.js';
 import type { StoredOidcPayload } from './oidc-payloads-repository.js';
 
+/** The grant sources a token request reads together with everything it checks next. */
+export type GrantSourceModel = 'RefreshToken' | 'AuthorizationCode';
+
 /**
- * Everything a refresh grant checks before it rotates, as it stood at one instant: the refresh
- * token, its grant, our login facts of the grant with its API session's expiry, and the identity.
+ * Everything a refresh or code grant checks before it issues, as it stood at one instant: the
+ * refresh token or code, its grant, our login facts of the grant with its API session's expiry,
+ * and the identity.
  */
-export interface RefreshChain {
+export interface GrantChain {
   token: StoredOidcPayload;
   /** The token's `accountId` as stored beside it. */
   accountId: string | null;
@@ -46,7 +50,7 @@ const stored = (payload: unknown, consumedAt: Date | null): StoredOidcPayload =>
 
 /*
  * A Grant and our SvcLogin facts are keyed by the grant id's hash, which is what a refresh
- * token's `grant_id` holds (docs/adr/0004-hashed-token-ids.md); the facts row keeps its API
+ * token's or code's `grant_id` holds (docs/adr/0004-hashed-token-ids.md); the facts row keeps its API
  * session id in `uid`. Every model row counts only until it expires, like a single find.
  */
 const SQL = `
@@ -61,13 +65,23 @@ SELECT rt.payload, rt.consumed_at, rt.account_id,
          ON f.model = 'SvcLogin' AND f.id = rt.grant_id AND (f.expires_at IS NULL OR f.expires_at > ?)
   LEFT JOIN api_sessions s ON s.id = f.uid
   LEFT JOIN identities i ON i.id = rt.account_id
- WHERE rt.model = 'RefreshToken' AND rt.id = ? AND (rt.expires_at IS NULL OR rt.expires_at > ?)
+ WHERE rt.model = ? AND rt.id = ? AND (rt.expires_at IS NULL OR rt.expires_at > ?)
  LIMIT 1`;
 
-/** The one read of a refresh grant (oidc_payloads joined with api_sessions and identities). */
-export const refreshChainRepository = {
-  async find(db: Db, refreshTokenId: string, now: Date): Promise<RefreshChain | undefined> {
-    const { rows } = await db.raw(SQL, [now, now, hashTokenId(refreshTokenId), now]);
+/**
+ * The one read of a refresh or code grant (oidc_payloads joined with api_sessions and
+ * identities). Reading the grant's facts with the code, before it is consumed, also means that a
+ * replay revoking the grant after the winner's consume cannot fail the winner half-way through
+ * issuing: its tokens are issued and then dead (RFC 6749 §4.1.2), and it still sees one success.
+ */
+export const grantChainRepository = {
+  async find(
+    db: Db,
+    model: GrantSourceModel,
+    id: string,
+    now: Date,
+  ): Promise<GrantChain | undefined> {
+    const { rows } = await db.raw(SQL, [now, now, model, hashTokenId(id), now]);
     const r = rows[0] as Record<string, unknown> | undefined;
     if (!r) return undefined;
     const identityRow = Object.fromEntries(IDENTITY_COLUMNS.map((c) => [c, r[`i_${c}`]]));
