@@ -2,8 +2,9 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 
 /**
  * A TCP relay between the service and PostgreSQL that counts the statements the service sends:
- * every simple `Query` message and every `Parse` of the extended protocol (node-pg parses each
- * parameterised query, unnamed, once per execution), BEGIN and COMMIT included. It reads the client's side of the protocol
+ * every simple `Query` message and every `Bind` of the extended protocol (one per execution,
+ * whether the statement was parsed just before, unnamed, or prepared once under a name), BEGIN
+ * and COMMIT included. It reads the client's side of the protocol
  * only as far as message types and lengths (PostgreSQL protocol 3.0, "Message Formats"); bytes pass
  * through unchanged. Loopback, no TLS (the bench's database URL has none).
  */
@@ -20,6 +21,7 @@ export interface StatementCounter {
 
 const QUERY = 0x51; // 'Q'
 const PARSE = 0x50; // 'P'
+const BIND = 0x42; // 'B'
 export type StatementKind = 'statement' | 'transaction-control' | 'background';
 
 const TRANSACTION_CONTROL = /^(BEGIN|COMMIT|ROLLBACK|START TRANSACTION)\b/i;
@@ -42,6 +44,8 @@ function messageCounter(onStatement: (kind: StatementKind) => void): (chunk: Buf
   let startup = true; // the first message (StartupMessage) has no type byte
   let skip = 0; // bytes of the current message body still to pass
   let head: number[] = [];
+  // What each statement parsed on this connection is, by name ('' is the unnamed one).
+  const parsed = new Map<string, StatementKind>();
   return (chunk) => {
     let i = 0;
     while (i < chunk.length) {
@@ -64,7 +68,12 @@ function messageCounter(onStatement: (kind: StatementKind) => void): (chunk: Buf
         else if (h[0] === PARSE) {
           // The statement's name (a C string, empty for node-pg's unnamed statements), then its text.
           const text = chunk.toString('latin1', i, i + 300);
-          onStatement(kindOf(text.slice(text.indexOf('\0') + 1)));
+          const end = text.indexOf('\0');
+          parsed.set(text.slice(0, end), kindOf(text.slice(end + 1)));
+        } else if (h[0] === BIND) {
+          // The portal's name, then the statement's (C strings).
+          const names = chunk.toString('latin1', i, i + 200).split('\0');
+          onStatement(parsed.get(names[1] ?? '') ?? 'statement');
         }
         skip = h.readInt32BE(1) - 4;
       }

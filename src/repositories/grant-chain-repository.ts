@@ -1,5 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { hashTokenId } from '../crypto/token-id-hash.js';
+import { prepared } from '../db/prepared.js';
 import { toIdentity, type Identity } from './identities-repository.js';
 import type { StoredOidcPayload } from './oidc-payloads-repository.js';
 
@@ -75,13 +76,10 @@ SELECT rt.payload, rt.consumed_at, rt.account_id,
  * issuing: its tokens are issued and then dead (RFC 6749 §4.1.2), and it still sees one success.
  */
 export const grantChainRepository = {
-  async find(
-    db: Db,
-    model: GrantSourceModel,
-    id: string,
-    now: Date,
-  ): Promise<GrantChain | undefined> {
-    const { rows } = await db.raw(SQL, [now, now, model, hashTokenId(id), now]);
+  async find(db: Db, model: GrantSourceModel, id: string, now: Date): Promise<GrantChain | undefined> {
+    const { rows } = await db
+      .raw(SQL, [now, now, model, hashTokenId(id), now])
+      .options(prepared('grant_chain'));
     const r = rows[0] as Record<string, unknown> | undefined;
     if (!r) return undefined;
     const identityRow = Object.fromEntries(IDENTITY_COLUMNS.map((c) => [c, r[`i_${c}`]]));

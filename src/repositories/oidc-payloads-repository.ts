@@ -1,5 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { hashTokenId } from '../crypto/token-id-hash.js';
+import { prepared } from '../db/prepared.js';
 
 /** One stored oidc-provider model instance (or one of our own rows kept beside them). */
 export interface OidcPayloadRow {
@@ -67,13 +68,15 @@ export const oidcPayloadsRepository = {
         account_id: accountIdOf(row.payload),
       })
       .onConflict(['model', 'id'])
-      .merge(['payload', 'grant_id', 'user_code', 'uid', 'expires_at', 'account_id']);
+      .merge(['payload', 'grant_id', 'user_code', 'uid', 'expires_at', 'account_id'])
+      .options(prepared('oidc_upsert'));
   },
 
   async find(db: Db, model: string, id: string, now: Date): Promise<StoredOidcPayload | undefined> {
     const row: Row | undefined = await live(db, model, now)
       .andWhere({ id: hashTokenId(id) })
-      .first('payload', 'consumed_at');
+      .first('payload', 'consumed_at')
+      .options(prepared('oidc_find'));
     return row && toStored(row);
   },
 
@@ -93,7 +96,8 @@ export const oidcPayloadsRepository = {
       .andWhere((q) => q.whereNull('oidc_payloads.expires_at').orWhere('oidc_payloads.expires_at', '>', now))
       .first('oidc_payloads.payload', 'oidc_payloads.consumed_at', {
         session_expires_at: 'api_sessions.expires_at',
-      });
+      })
+      .options(prepared('oidc_find_with_session'));
     return row && { ...toStored(row), sessionExpiresAt: row.session_expires_at ?? null };
   },
 
@@ -105,7 +109,8 @@ export const oidcPayloadsRepository = {
     const row: Row | undefined = await live(db, model, now)
       .andWhere({ uid })
       .orderBy('expires_at', 'desc')
-      .first('payload', 'consumed_at');
+      .first('payload', 'consumed_at')
+      .options(prepared('oidc_find_by_uid'));
     return row && toStored(row);
   },
 
@@ -126,14 +131,16 @@ export const oidcPayloadsRepository = {
     const changed = await db('oidc_payloads')
       .where({ model, id: hashTokenId(id) })
       .whereNull('consumed_at')
-      .update({ consumed_at: at });
+      .update({ consumed_at: at })
+      .options(prepared('oidc_consume'));
     return changed > 0;
   },
 
   async destroy(db: Db, model: string, id: string): Promise<void> {
     await db('oidc_payloads')
       .where({ model, id: hashTokenId(id) })
-      .delete();
+      .delete()
+      .options(prepared('oidc_destroy'));
   },
 
   async deleteByGrantId(db: Db, grantId: string, model?: string): Promise<void> {
