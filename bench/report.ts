@@ -122,7 +122,7 @@ export function formatTargets(reports: ScenarioReport[], x: BenchExtras): string
   const sql = r ? r.statementsPerOp - r.transactionControlPerOp : Number.NaN;
   add('SQL statements per refresh grant (BEGIN/COMMIT apart)', sql, num(sql, 2), '≤ 3', (v) => v <= 3);
   add(
-    'RSS idle after seeding (tsx from source)',
+    'RSS idle after seeding',
     x.idleRssMb ?? NaN,
     `${num(x.idleRssMb ?? NaN)} MB`,
     '≤ 150 MB',

@@ -15,9 +15,8 @@ export interface ChildTarget {
 }
 
 /**
- * A TypeScript entry point run as `node --import tsx <file>`, the way the controller runs, so
- * that every target pays the same loader. Output is always drained (a full pipe would stall a
- * target that logs) and only its tail is kept.
+ * A TypeScript entry point run as `node --import tsx <file>`: the baselines run this way. Output
+ * is always drained (a full pipe would stall a target that logs) and only its tail is kept.
  */
 export function spawnTsChild(
   entry: string,
@@ -26,7 +25,18 @@ export function spawnTsChild(
   /** Extra Node options before the entry, e.g. `--cpu-prof`. */
   nodeArgs: string[] = [],
 ): ChildTarget {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
+  return spawnNodeChild(['--import', 'tsx', entry], env, cwd, nodeArgs);
+}
+
+/** `node <args>`, e.g. a built entry point; see spawnTsChild. */
+export function spawnNodeChild(
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+  nodeArgs: string[] = [],
+): ChildTarget {
+  const entry = args[args.length - 1] ?? '';
+  const child = spawn(process.execPath, [...nodeArgs, ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

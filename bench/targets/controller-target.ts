@@ -1,10 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchClient, type BenchClient } from '../load/http-client.js';
 import { processCpuMs, processMemoryMb } from '../proc-cpu.js';
 import { freePort } from './free-port.js';
-import { spawnTsChild } from './child-process.js';
+import { spawnNodeChild } from './child-process.js';
 import { createBenchDatabase, type BenchDatabase } from './postgres-database.js';
 import type { BenchUser, Target } from './target.js';
 
@@ -72,8 +73,8 @@ export interface ControllerTarget extends Target {
 }
 
 /**
- * The controller as `npm start` runs it from source (`node --import tsx src/main.ts`), with its
- * own data dir and either the embedded database (default) or a fresh PostgreSQL database.
+ * The controller as `npm start` runs it: built (`npm run build`, a no-op when up to date), then
+ * `node dist/src/main.js`, with its own data dir and either the embedded database (default) or a fresh PostgreSQL database.
  * Rate limits are off: the load comes from one IP on purpose.
  */
 export async function startController(
@@ -83,7 +84,7 @@ export async function startController(
 ): Promise<ControllerTarget> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   let db: BenchDatabase | undefined;
-  let child: ReturnType<typeof spawnTsChild> | undefined;
+  let child: ReturnType<typeof spawnNodeChild> | undefined;
   let cleaning: Promise<void> | undefined;
   const cleanup = () =>
     (cleaning ??= (async () => {
@@ -96,8 +97,9 @@ export async function startController(
     db = o.postgres ? await createBenchDatabase() : undefined;
     const port = await freePort();
     const origin = `https://127.0.0.1:${port}`;
-    child = spawnTsChild(
-      join(process.cwd(), 'src', 'main.ts'),
+    execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
+    child = spawnNodeChild(
+      [join(process.cwd(), 'dist', 'src', 'main.js')],
       {
         SVC_ADDRESS: `127.0.0.1:${port}`,
         SVC_DATA_DIR: dataDir,
