@@ -158,6 +158,7 @@ export async function createOidc(deps: OidcDeps) {
     knex,
     onGrantDestroyed: (grantId) => sessions.endGrant(grantId),
     prefetch,
+    completedLogins,
   });
   const registry = buildRegistry({
     config,

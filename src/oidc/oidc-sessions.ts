@@ -54,31 +54,35 @@ export function createOidcSessions({
   }
 
   return {
-    /** One transaction: the API session row (id = z_asid) and the facts of the grant. */
+    /**
+     * The API session row (id = z_asid) and the facts of the grant, written together or not at
+     * all: one statement (the session's insert as a data-modifying WITH), so no transaction is
+     * needed around it. A deleted identity fails it on the session's foreign key.
+     */
     async start(grantId: string, facts: LoginFacts): Promise<void> {
       const expiresAt = new Date(now().getTime() + maxSessionSeconds * 1000);
-      await inTransaction(knex, async (trx) => {
-        await apiSessionsRepository.insert(trx, {
-          id: facts.apiSessionId,
-          identityId: facts.accountId,
-          kind: 'oidc',
-          tokenHash: null,
-          amr: facts.amr,
-          configTypes: facts.configTypes,
-          isCertExtendable: facts.isCertExtendable,
-          mfaRequired: false,
-          mfaComplete: facts.amr.includes('mfa'),
-          expiresAt,
-        });
-        await oidcPayloadsRepository.upsert(trx, {
+      const session = apiSessionsRepository.insertStatement(knex, {
+        id: facts.apiSessionId,
+        identityId: facts.accountId,
+        kind: 'oidc',
+        tokenHash: null,
+        amr: facts.amr,
+        configTypes: facts.configTypes,
+        isCertExtendable: facts.isCertExtendable,
+        mfaRequired: false,
+        mfaComplete: facts.amr.includes('mfa'),
+        expiresAt,
+      });
+      await oidcPayloadsRepository
+        .upsertStatement(knex, {
           model: MODEL,
           id: grantId,
           payload: { ...factsOnly(facts), grantId },
           grantId,
           uid: facts.apiSessionId,
           expiresAt,
-        });
-      });
+        })
+        .with('api_session', session);
     },
 
     /** The facts of a grant whose API session still exists; undefined once it has ended. */

@@ -55,7 +55,12 @@ const hashedOrNull = (id: string | null | undefined) => (id ? hashTokenId(id) : 
  */
 export const oidcPayloadsRepository = {
   async upsert(db: Db, row: OidcPayloadRow): Promise<void> {
-    await db('oidc_payloads')
+    await oidcPayloadsRepository.upsertStatement(db, row);
+  },
+
+  /** The upsert, not yet run: for a caller that adds another write to the same statement. */
+  upsertStatement(db: Db, row: OidcPayloadRow) {
+    return db('oidc_payloads')
       .insert({
         model: row.model,
         id: hashTokenId(row.id),
@@ -128,6 +133,20 @@ export const oidcPayloadsRepository = {
       .whereNull('consumed_at')
       .update({ consumed_at: at });
     return changed > 0;
+  },
+
+  /**
+   * Deletes a row in ONE statement, for a row used up at once (an interaction its login completes);
+   * false when it was gone already, so of N parallel takers exactly one wins.
+   */
+  async take(db: Db, model: string, id: string): Promise<boolean> {
+    // `returning`: knex-pglite answers a bare delete with a result object, not a row count.
+    const rows = await db('oidc_payloads')
+      .where({ model, id: hashTokenId(id) })
+      .whereNull('consumed_at')
+      .delete()
+      .returning('model');
+    return rows.length > 0;
   },
 
   async destroy(db: Db, model: string, id: string): Promise<void> {

@@ -3,11 +3,15 @@ import { hashTokenId } from '../crypto/token-id-hash.js';
 import { toIdentity, type Identity } from './identities-repository.js';
 import type { StoredOidcPayload } from './oidc-payloads-repository.js';
 
+/** The tokens a token request redeems: read with their grant in one statement. */
+export type GrantTokenModel = 'AuthorizationCode' | 'RefreshToken';
+
 /**
- * Everything a refresh grant checks before it rotates, as it stood at one instant: the refresh
- * token, its grant, our login facts of the grant with its API session's expiry, and the identity.
+ * Everything a code exchange or a refresh grant checks before it issues tokens, as it stood at one
+ * instant: the code or refresh token, its grant, our login facts of the grant with its API
+ * session's expiry, and the identity.
  */
-export interface RefreshChain {
+export interface GrantChain {
   token: StoredOidcPayload;
   /** The token's `accountId` as stored beside it. */
   accountId: string | null;
@@ -45,29 +49,29 @@ const stored = (payload: unknown, consumedAt: Date | null): StoredOidcPayload =>
 });
 
 /*
- * A Grant and our SvcLogin facts are keyed by the grant id's hash, which is what a refresh
- * token's `grant_id` holds (docs/adr/0004-hashed-token-ids.md); the facts row keeps its API
+ * A Grant and our SvcLogin facts are keyed by the grant id's hash, which is what a code's or a
+ * refresh token's `grant_id` holds (docs/adr/0004-hashed-token-ids.md); the facts row keeps its API
  * session id in `uid`. Every model row counts only until it expires, like a single find.
  */
 const SQL = `
-SELECT rt.payload, rt.consumed_at, rt.account_id,
+SELECT t.payload, t.consumed_at, t.account_id,
        g.id AS g_id, g.payload AS g_payload, g.consumed_at AS g_consumed_at,
        f.id AS f_id, f.payload AS f_payload, s.expires_at AS s_expires_at,
        ${IDENTITY_COLUMNS.map((c) => `i.${c} AS i_${c}`).join(', ')}
-  FROM oidc_payloads rt
+  FROM oidc_payloads t
   LEFT JOIN oidc_payloads g
-         ON g.model = 'Grant' AND g.id = rt.grant_id AND (g.expires_at IS NULL OR g.expires_at > ?)
+         ON g.model = 'Grant' AND g.id = t.grant_id AND (g.expires_at IS NULL OR g.expires_at > ?)
   LEFT JOIN oidc_payloads f
-         ON f.model = 'SvcLogin' AND f.id = rt.grant_id AND (f.expires_at IS NULL OR f.expires_at > ?)
+         ON f.model = 'SvcLogin' AND f.id = t.grant_id AND (f.expires_at IS NULL OR f.expires_at > ?)
   LEFT JOIN api_sessions s ON s.id = f.uid
-  LEFT JOIN identities i ON i.id = rt.account_id
- WHERE rt.model = 'RefreshToken' AND rt.id = ? AND (rt.expires_at IS NULL OR rt.expires_at > ?)
+  LEFT JOIN identities i ON i.id = t.account_id
+ WHERE t.model = ? AND t.id = ? AND (t.expires_at IS NULL OR t.expires_at > ?)
  LIMIT 1`;
 
-/** The one read of a refresh grant (oidc_payloads joined with api_sessions and identities). */
-export const refreshChainRepository = {
-  async find(db: Db, refreshTokenId: string, now: Date): Promise<RefreshChain | undefined> {
-    const { rows } = await db.raw(SQL, [now, now, hashTokenId(refreshTokenId), now]);
+/** The one read of a code exchange or a refresh grant (oidc_payloads joined with api_sessions and identities). */
+export const grantChainRepository = {
+  async find(db: Db, model: GrantTokenModel, tokenId: string, now: Date): Promise<GrantChain | undefined> {
+    const { rows } = await db.raw(SQL, [now, now, model, hashTokenId(tokenId), now]);
     const r = rows[0] as Record<string, unknown> | undefined;
     if (!r) return undefined;
     const identityRow = Object.fromEntries(IDENTITY_COLUMNS.map((c) => [c, r[`i_${c}`]]));
