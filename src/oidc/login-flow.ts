@@ -58,7 +58,7 @@ interface InteractionLike {
   getValueAndPayload(): Promise<{ payload?: Record<string, unknown> }>;
 }
 
-interface Account {
+export interface Account {
   identity: Identity;
   policy: AuthPolicy;
 }
@@ -89,8 +89,8 @@ export interface LoginFlowDeps {
     | 'abandonEnrollment'
     | 'provisioningUrlFor'
   >;
-  findIdentity: (id: string) => Promise<Identity | undefined>;
-  findPolicy: (id: string) => Promise<AuthPolicy | undefined>;
+  /** The identity with its policy (one read). */
+  findAccount: (id: string) => Promise<Account | undefined>;
   /** Hands the completed interaction and the identity read here to the provider's resume of the same request. */
   completedLogins: Pick<CompletedLogins, 'remember'>;
   now?: () => Date;
@@ -148,10 +148,9 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       });
     }
     pending.account ??= (async () => {
-      const identity = await deps.findIdentity(state.identityId);
-      const policy = identity && (await deps.findPolicy(identity.authPolicyId));
-      if (!identity || !policy || isDisabled(identity, now())) throw identityGone();
-      return { identity, policy };
+      const account = await deps.findAccount(state.identityId);
+      if (!account || isDisabled(account.identity, now())) throw identityGone();
+      return account;
     })();
     return { ...(await pending.account), state: structuredClone(state) };
   }
