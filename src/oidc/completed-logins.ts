@@ -28,10 +28,13 @@ export function createCompletedLogins() {
       const hit = req && byRequest.get(req);
       return hit?.identity.id === id ? hit.identity : undefined;
     },
-    /** The payload of the interaction this request completed, when `uid` names it (a copy). */
+    /**
+     * The payload of the interaction this request completed, when `uid` names it. Not copied: the
+     * step made it for this hand-over and uses it no more.
+     */
     interactionFor(req: IncomingMessage | undefined, uid: string): Record<string, unknown> | undefined {
       const hit = req && byRequest.get(req);
-      return hit?.interaction.uid === uid ? structuredClone(hit.interaction.payload) : undefined;
+      return hit?.interaction.uid === uid ? hit.interaction.payload : undefined;
     },
     /** Whether this request completed (and so already deleted) the interaction `uid`. */
     completedInteraction(req: IncomingMessage | undefined, uid: string): boolean {
