@@ -12,7 +12,6 @@ import type { MetricsRegistry } from './services/metrics-registry.js';
 import { createRateLimiter, type SharedLimiterFactory } from './middleware/rate-limit.js';
 import { createOidc } from './oidc/create-oidc.js';
 import { createSecondFactors } from './oidc/second-factors.js';
-import { authPoliciesRepository } from './repositories/auth-policies-repository.js';
 import { externalJwtSignersRepository } from './repositories/external-jwt-signers-repository.js';
 import { identitiesRepository } from './repositories/identities-repository.js';
 import { rateLimitsRepository } from './repositories/rate-limits-repository.js';
@@ -198,7 +197,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     revocationState: services.revocationState,
     identityContext: services.identityContext,
     findIdentity,
-    findPolicy: (id) => authPoliciesRepository.findById(knex, id),
+    findAccount: (id) => identitiesRepository.findWithPolicy(knex, id),
     factors: secondFactors,
     totp: services.totp,
     audit: services.audit,

@@ -5,7 +5,6 @@ import type { Config } from '../config/load-config.js';
 import type { ListenerSpec } from '../config/web-listeners.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { InstanceLock } from '../db/instance-lock.js';
-import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { createKeyService } from '../services/keys/key-service.js';
 import type { AuditTrail } from '../services/audit-trail.js';
@@ -43,7 +42,8 @@ export interface OidcDeps {
   logger: Logger;
   revocations: RevocationService;
   findIdentity: (id: string) => Promise<Identity | undefined>;
-  findPolicy: (id: string) => Promise<AuthPolicy | undefined>;
+  /** The identity with its policy, in one read (the login's steps). */
+  findAccount: LoginFlowDeps['findAccount'];
   revocationState: RevocationState;
   identityContext: IdentityContextCache;
   /** The second factors and the TOTP service the login's steps check. */
@@ -158,6 +158,7 @@ export async function createOidc(deps: OidcDeps) {
     knex,
     onGrantDestroyed: (grantId) => sessions.endGrant(grantId),
     prefetch,
+    completedLogins,
   });
   const registry = buildRegistry({
     config,
@@ -194,8 +195,7 @@ export async function createOidc(deps: OidcDeps) {
       registry,
       factors: deps.factors,
       totp: deps.totp,
-      findIdentity: deps.findIdentity,
-      findPolicy: deps.findPolicy,
+      findAccount: deps.findAccount,
       completedLogins,
     }),
     verifier,

@@ -2,9 +2,9 @@ import type { StoredOidcPayload } from '../repositories/oidc-payloads-repository
 import type { Identity } from '../repositories/identities-repository.js';
 import type { LoginFacts } from './oidc-sessions.js';
 
-/** What one read of a refresh token or code brought along of its grant (see grantChainRepository). */
+/** What one read of a code or refresh token brought along of its grant (see grantChainRepository). */
 export interface PrefetchedGrant {
-  /** The refresh token's or code's account: `identity` answers only for this id. */
+  /** The code's or refresh token's account: `identity` answers only for this id. */
   accountId: string | null;
   grant: StoredOidcPayload | undefined;
   /** Undefined when the facts are gone or their API session has ended. */
@@ -13,8 +13,9 @@ export interface PrefetchedGrant {
 }
 
 /**
- * A refresh or code grant reads its refresh token or code, grant, login facts, API session and
- * identity in one statement; the provider then asks for them one by one within the same request. Kept per request
+ * A code exchange or a refresh grant reads its code or refresh token, grant, login facts, API
+ * session and identity in one statement; the provider then asks for them one by one within the
+ * same request. Kept per request
  * (the provider's context object), so nothing outlives the request that read it and every new
  * request reads the database again: revocations, deletions and expiry apply exactly as before.
  */

@@ -54,9 +54,11 @@ interface InteractionLike {
   prompt: { name: string };
   result?: Record<string, unknown>;
   persist(): Promise<unknown>;
+  /** What `persist` would store (oidc-provider's BaseModel). */
+  getValueAndPayload(): Promise<{ payload?: Record<string, unknown> }>;
 }
 
-interface Account {
+export interface Account {
   identity: Identity;
   policy: AuthPolicy;
 }
@@ -87,10 +89,10 @@ export interface LoginFlowDeps {
     | 'abandonEnrollment'
     | 'provisioningUrlFor'
   >;
-  findIdentity: (id: string) => Promise<Identity | undefined>;
-  findPolicy: (id: string) => Promise<AuthPolicy | undefined>;
-  /** Hands the identity read here to the provider's resume of the same request. */
-  completedLogins?: Pick<CompletedLogins, 'remember'>;
+  /** The identity with its policy (one read). */
+  findAccount: (id: string) => Promise<Account | undefined>;
+  /** Hands the completed interaction and the identity read here to the provider's resume of the same request. */
+  completedLogins: Pick<CompletedLogins, 'remember'>;
   now?: () => Date;
 }
 
@@ -146,10 +148,9 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       });
     }
     pending.account ??= (async () => {
-      const identity = await deps.findIdentity(state.identityId);
-      const policy = identity && (await deps.findPolicy(identity.authPolicyId));
-      if (!identity || !policy || isDisabled(identity, now())) throw identityGone();
-      return { identity, policy };
+      const account = await deps.findAccount(state.identityId);
+      if (!account || isDisabled(account.identity, now())) throw identityGone();
+      return account;
     })();
     return { ...(await pending.account), state: structuredClone(state) };
   }
@@ -267,8 +268,8 @@ export function createLoginFlow(deps: LoginFlowDeps) {
    */
   async function complete(ctx: Context, pending: PendingLogin, { identity, state }: Progress): Promise<void> {
     if (isDisabled(identity, now())) throw identityGone();
-    // One completion per auth request, decided by one atomic statement.
-    if (!(await oidcPayloadsRepository.consume(deps.knex, 'Interaction', pending.uid, now()))) {
+    // One completion per auth request, decided by one atomic statement that deletes its row.
+    if (!(await oidcPayloadsRepository.take(deps.knex, 'Interaction', pending.uid))) {
       throw invalidRequest('auth request already being completed');
     }
     const amr = amrWithMfa(state);
@@ -287,8 +288,12 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       consent: {},
       svc: { ...state, ...facts },
     };
-    await pending.interaction.persist();
-    deps.completedLogins?.remember(ctx.req, identity);
+    // Not written back: the resume below reads it from this request (completed-logins.ts).
+    const { payload } = await pending.interaction.getValueAndPayload();
+    deps.completedLogins.remember(ctx.req, {
+      identity,
+      interaction: { uid: pending.uid, payload: payload ?? {} },
+    });
     await resumeInProcess(pending.entry, ctx, pending.interaction);
   }
 

@@ -1,7 +1,9 @@
+import type { IncomingMessage } from 'node:http';
 import type { Knex } from 'knex';
 import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
-import { grantChainRepository, type GrantSourceModel } from '../repositories/grant-chain-repository.js';
+import { grantChainRepository, type GrantTokenModel } from '../repositories/grant-chain-repository.js';
+import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 import { liveFacts } from './oidc-sessions.js';
 import { openPayload, sealPayload } from './stored-payload.js';
@@ -15,20 +17,25 @@ export interface PostgresAdapterDeps {
    */
   onGrantDestroyed: (grantId: string) => Promise<void>;
   /**
-   * When given, finding a refresh token or an authorization code inside a provider request reads
-   * its grant, login facts, API session and identity in the same statement and keeps them for
-   * that request.
+   * When given, finding an authorization code or a refresh token inside a provider request reads
+   * its grant, login facts, API session and identity in the same statement and keeps them for that
+   * request.
    */
   prefetch?: GrantPrefetch;
+  /**
+   * The login step completing on this request has deleted its interaction's row: the provider's
+   * in-process resume finds the interaction here, and its destroy has nothing left to delete.
+   */
+  completedLogins?: Pick<CompletedLogins, 'interactionFor' | 'completedInteraction'>;
   /** The provider request being served (oidc-provider keeps it in an AsyncLocalStorage). */
   requestContext?: () => object | undefined;
   now?: () => Date;
 }
 
-const epoch = (d: Date) => Math.floor(d.getTime() / 1000);
+const isGrantToken = (model: string): model is GrantTokenModel =>
+  model === 'AuthorizationCode' || model === 'RefreshToken';
 
-const isGrantSource = (model: string): model is GrantSourceModel =>
-  model === 'RefreshToken' || model === 'AuthorizationCode';
+const epoch = (d: Date) => Math.floor(d.getTime() / 1000);
 
 /**
  * Every id, uid and user code the provider generates is short printable ASCII; client ids are
@@ -48,9 +55,12 @@ export function createPostgresAdapter({
   knex,
   onGrantDestroyed,
   prefetch,
+  completedLogins,
   requestContext = () => Provider.ctx,
   now = () => new Date(),
 }: PostgresAdapterDeps) {
+  const requestOf = () => (requestContext() as { req?: IncomingMessage } | undefined)?.req;
+
   return class PostgresAdapter implements Adapter {
     constructor(private readonly model: string) {}
 
@@ -69,8 +79,12 @@ export function createPostgresAdapter({
 
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (!plausible(id)) return undefined;
+      if (completedLogins && this.model === 'Interaction') {
+        const completed = completedLogins.interactionFor(requestOf(), id);
+        if (completed) return this.reply(id, { payload: completed, consumedAt: null });
+      }
       const ctx = prefetch && requestContext();
-      if (ctx && isGrantSource(this.model)) return this.findWithGrant(ctx, this.model, id);
+      if (ctx && isGrantToken(this.model)) return this.findWithGrant(ctx, this.model, id);
       if (ctx && this.model === 'Grant') {
         const hit = prefetch!.get(ctx, id);
         if (hit) return this.reply(id, hit.grant);
@@ -100,6 +114,7 @@ export function createPostgresAdapter({
     }
 
     async destroy(id: string): Promise<void> {
+      if (this.model === 'Interaction' && completedLogins?.completedInteraction(requestOf(), id)) return;
       if (this.model === 'Grant') prefetch?.forget(requestContext(), id);
       await oidcPayloadsRepository.destroy(knex, this.model, id);
       if (this.model === 'Grant') await onGrantDestroyed(id);
@@ -110,10 +125,10 @@ export function createPostgresAdapter({
       await oidcPayloadsRepository.deleteByGrantId(knex, grantId, this.model);
     }
 
-    /** The token or code as a plain find returns it; what came along is kept for this request. */
+    /** The code or token as a plain find returns it; what came along is kept for this request. */
     private async findWithGrant(
       ctx: object,
-      model: GrantSourceModel,
+      model: GrantTokenModel,
       id: string,
     ): Promise<AdapterPayload | undefined> {
       const at = now();

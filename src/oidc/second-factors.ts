@@ -23,7 +23,7 @@ export interface OwedFactors {
 }
 
 export interface SecondFactorsDeps {
-  totp: Pick<TotpService, 'isRequired' | 'status'>;
+  totp: Pick<TotpService, 'requirement'>;
   extJwt: Pick<ExtJwtMethod, 'checkSecondary'>;
   findSigner: (id: string) => Promise<ExternalJwtSigner | undefined>;
   audit?: AuditTrail;
@@ -101,11 +101,9 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
     tokens: string[],
   ): Promise<OwedFactors> {
     const owed: OwedFactors = { authQueries: [], challenges: [] };
-    if (
-      !state.satisfied.includes(FACTORS.totp.satisfied) &&
-      (await deps.totp.isRequired(identity.id, policy))
-    ) {
-      owed.authQueries.push(totpQuery((await deps.totp.status(identity.id)).verified));
+    if (!state.satisfied.includes(FACTORS.totp.satisfied)) {
+      const totp = await deps.totp.requirement(identity.id, policy);
+      if (totp.required) owed.authQueries.push(totpQuery(totp.verified));
     }
     const signerId = policy.secondary.requireExtJwt;
     if (signerId && !state.satisfied.includes(FACTORS.extJwt.satisfied)) {

@@ -49,21 +49,24 @@ export type NewApiSession = Omit<ApiSession, 'createdAt' | 'lastActivityAt'> & {
 
 export const apiSessionsRepository = {
   async insert(db: Db, s: NewApiSession): Promise<ApiSession> {
-    const [row] = await db('api_sessions')
-      .insert({
-        id: s.id,
-        identity_id: s.identityId,
-        kind: s.kind,
-        token_hash: s.tokenHash,
-        amr: JSON.stringify(s.amr),
-        config_types: JSON.stringify(s.configTypes),
-        is_cert_extendable: s.isCertExtendable,
-        mfa_required: s.mfaRequired,
-        mfa_complete: s.mfaComplete,
-        expires_at: s.expiresAt,
-      })
-      .returning('*');
+    const [row] = await apiSessionsRepository.insertStatement(db, s).returning('*');
     return toApiSession(row);
+  },
+
+  /** The insert, not yet run: for a caller that writes it together with another row in one statement. */
+  insertStatement(db: Db, s: NewApiSession) {
+    return db('api_sessions').insert({
+      id: s.id,
+      identity_id: s.identityId,
+      kind: s.kind,
+      token_hash: s.tokenHash,
+      amr: JSON.stringify(s.amr),
+      config_types: JSON.stringify(s.configTypes),
+      is_cert_extendable: s.isCertExtendable,
+      mfa_required: s.mfaRequired,
+      mfa_complete: s.mfaComplete,
+      expires_at: s.expiresAt,
+    });
   },
 
   async findById(db: Db, id: string): Promise<ApiSession | undefined> {

@@ -102,10 +102,35 @@ async function replaceSigners(db: Db, policyId: string, signerIds: string[]): Pr
   }
 }
 
+/**
+ * The policy's allowed signers as one more column beside its row (`allowed_signers`, sorted), for
+ * any query that has `auth_policies` in its FROM.
+ */
+export const withSigners = (db: Db) =>
+  db.raw(
+    `ARRAY(SELECT s.signer_id FROM auth_policy_allowed_signers s
+            WHERE s.auth_policy_id = auth_policies.id ORDER BY s.signer_id) AS allowed_signers`,
+  );
+
+/**
+ * A policy selected as `to_jsonb(auth_policies.*)` beside another table's row, with its signers
+ * from `withSigners`. JSON carries the timestamps as text.
+ */
+export function policyFromJson(json: unknown, allowedSigners: string[]): AuthPolicy {
+  const r = (typeof json === 'string' ? JSON.parse(json) : json) as AuthPolicyRow;
+  return toPolicy(
+    { ...r, created_at: new Date(r.created_at), updated_at: new Date(r.updated_at) },
+    allowedSigners,
+  );
+}
+
 export const authPoliciesRepository = {
+  /** One statement: the row with its allowed signers. */
   async findById(db: Db, id: string): Promise<AuthPolicy | undefined> {
-    const row = await db<AuthPolicyRow>('auth_policies').where({ id }).first();
-    return row && toPolicy(row, (await signersOf(db, [id])).get(id) ?? []);
+    const row: (AuthPolicyRow & { allowed_signers: string[] }) | undefined = await db('auth_policies')
+      .where({ id })
+      .first('*', withSigners(db));
+    return row && toPolicy(row, row.allowed_signers);
   },
 
   /** Reads the policy and locks its row until the transaction ends (read-modify-write of PATCH). */

@@ -1,16 +1,16 @@
 import type { Db } from '../db/create-database.js';
 import { hashTokenId } from '../crypto/token-id-hash.js';
-import { prepared } from '../db/prepared.js';
+import { PREPARED } from '../db/prepared.js';
 import { toIdentity, type Identity } from './identities-repository.js';
 import type { StoredOidcPayload } from './oidc-payloads-repository.js';
 
-/** The grant sources a token request reads together with everything it checks next. */
-export type GrantSourceModel = 'RefreshToken' | 'AuthorizationCode';
+/** The tokens a token request redeems: read with their grant in one statement. */
+export type GrantTokenModel = 'AuthorizationCode' | 'RefreshToken';
 
 /**
- * Everything a refresh or code grant checks before it issues, as it stood at one instant: the
- * refresh token or code, its grant, our login facts of the grant with its API session's expiry,
- * and the identity.
+ * Everything a code exchange or a refresh grant checks before it issues tokens, as it stood at one
+ * instant: the code or refresh token, its grant, our login facts of the grant with its API
+ * session's expiry, and the identity.
  */
 export interface GrantChain {
   token: StoredOidcPayload;
@@ -50,36 +50,34 @@ const stored = (payload: unknown, consumedAt: Date | null): StoredOidcPayload =>
 });
 
 /*
- * A Grant and our SvcLogin facts are keyed by the grant id's hash, which is what a refresh
- * token's or code's `grant_id` holds (docs/adr/0004-hashed-token-ids.md); the facts row keeps its API
+ * A Grant and our SvcLogin facts are keyed by the grant id's hash, which is what a code's or a
+ * refresh token's `grant_id` holds (docs/adr/0004-hashed-token-ids.md); the facts row keeps its API
  * session id in `uid`. Every model row counts only until it expires, like a single find.
  */
 const SQL = `
-SELECT rt.payload, rt.consumed_at, rt.account_id,
+SELECT t.payload, t.consumed_at, t.account_id,
        g.id AS g_id, g.payload AS g_payload, g.consumed_at AS g_consumed_at,
        f.id AS f_id, f.payload AS f_payload, s.expires_at AS s_expires_at,
        ${IDENTITY_COLUMNS.map((c) => `i.${c} AS i_${c}`).join(', ')}
-  FROM oidc_payloads rt
+  FROM oidc_payloads t
   LEFT JOIN oidc_payloads g
-         ON g.model = 'Grant' AND g.id = rt.grant_id AND (g.expires_at IS NULL OR g.expires_at > ?)
+         ON g.model = 'Grant' AND g.id = t.grant_id AND (g.expires_at IS NULL OR g.expires_at > ?)
   LEFT JOIN oidc_payloads f
-         ON f.model = 'SvcLogin' AND f.id = rt.grant_id AND (f.expires_at IS NULL OR f.expires_at > ?)
+         ON f.model = 'SvcLogin' AND f.id = t.grant_id AND (f.expires_at IS NULL OR f.expires_at > ?)
   LEFT JOIN api_sessions s ON s.id = f.uid
-  LEFT JOIN identities i ON i.id = rt.account_id
- WHERE rt.model = ? AND rt.id = ? AND (rt.expires_at IS NULL OR rt.expires_at > ?)
+  LEFT JOIN identities i ON i.id = t.account_id
+ WHERE t.model = ? AND t.id = ? AND (t.expires_at IS NULL OR t.expires_at > ?)
  LIMIT 1`;
 
 /**
- * The one read of a refresh or code grant (oidc_payloads joined with api_sessions and
+ * The one read of a code exchange or a refresh grant (oidc_payloads joined with api_sessions and
  * identities). Reading the grant's facts with the code, before it is consumed, also means that a
  * replay revoking the grant after the winner's consume cannot fail the winner half-way through
  * issuing: its tokens are issued and then dead (RFC 6749 §4.1.2), and it still sees one success.
  */
 export const grantChainRepository = {
-  async find(db: Db, model: GrantSourceModel, id: string, now: Date): Promise<GrantChain | undefined> {
-    const { rows } = await db
-      .raw(SQL, [now, now, model, hashTokenId(id), now])
-      .options(prepared('grant_chain'));
+  async find(db: Db, model: GrantTokenModel, tokenId: string, now: Date): Promise<GrantChain | undefined> {
+    const { rows } = await db.raw(SQL, [now, now, model, hashTokenId(tokenId), now]).options(PREPARED);
     const r = rows[0] as Record<string, unknown> | undefined;
     if (!r) return undefined;
     const identityRow = Object.fromEntries(IDENTITY_COLUMNS.map((c) => [c, r[`i_${c}`]]));

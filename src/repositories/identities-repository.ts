@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { policyFromJson, withSigners, type AuthPolicy } from './auth-policies-repository.js';
 import { countedRows, mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export type IdentityType = 'User' | 'Device' | 'Service' | 'Default';
@@ -106,6 +107,17 @@ export const identitiesRepository = {
   async findById(db: Db, id: string): Promise<Identity | undefined> {
     const row = await db<IdentityRow>('identities').where({ id }).first();
     return row && toIdentity(row);
+  },
+
+  /** An identity with the policy that governs it, in one statement. */
+  async findWithPolicy(db: Db, id: string): Promise<{ identity: Identity; policy: AuthPolicy } | undefined> {
+    const row: (IdentityRow & { policy: unknown; allowed_signers: string[] }) | undefined = await db(
+      'identities',
+    )
+      .join('auth_policies', 'auth_policies.id', 'identities.auth_policy_id')
+      .where('identities.id', id)
+      .first('identities.*', db.raw('to_jsonb(auth_policies.*) AS policy'), withSigners(db));
+    return row && { identity: toIdentity(row), policy: policyFromJson(row.policy, row.allowed_signers) };
   },
 
   /** Reads and row-locks an identity, so that checks and changes made in `db` see one state. */

@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { PREPARED } from '../db/prepared.js';
 
 export interface FailureCounts {
   /** The identity's run of consecutive failures, from any address. */
@@ -19,8 +20,9 @@ export const loginFailuresRepository = {
   /** Counts one attempt as a failure (in the run and in the address's hour); returns the new counts. */
   async recordFailure(db: Db, identityId: string, clientAddress: string, now: Date): Promise<FailureCounts> {
     const windowStart = new Date(now.getTime() - HOUR_MS);
-    const { rows } = await db.raw(
-      `WITH run AS (
+    const { rows } = await db
+      .raw(
+        `WITH run AS (
          INSERT INTO login_failures AS f (identity_id, consecutive) VALUES (?, 1)
          ON CONFLICT (identity_id) DO UPDATE SET consecutive = f.consecutive + 1
          RETURNING consecutive
@@ -33,8 +35,9 @@ export const loginFailuresRepository = {
          RETURNING in_window
        )
        SELECT run.consecutive, hour.in_window FROM run, hour`,
-      [identityId, identityId, clientAddress, now, windowStart, windowStart],
-    );
+        [identityId, identityId, clientAddress, now, windowStart, windowStart],
+      )
+      .options(PREPARED);
     return { consecutive: rows[0].consecutive, inWindow: rows[0].in_window };
   },
 
@@ -46,20 +49,23 @@ export const loginFailuresRepository = {
     await db('login_shadow')
       .insert({ slot: Math.floor(Math.random() * 16), touched_at: now })
       .onConflict('slot')
-      .merge(['touched_at']);
+      .merge(['touched_at'])
+      .options(PREPARED);
   },
 
   /** A successful login: the attempt counted in advance was no failure, and the run is broken. */
   async releaseSuccess(db: Db, identityId: string, clientAddress: string): Promise<void> {
     // One statement (a login is a dozen round trips already): both counters, as two updates would.
-    await db.raw(
-      `WITH run AS (
+    await db
+      .raw(
+        `WITH run AS (
          UPDATE login_failures SET consecutive = 0 WHERE identity_id = ? RETURNING 1
        )
        UPDATE login_address_failures SET in_window = GREATEST(in_window - 1, 0)
        WHERE identity_id = ? AND client_address = ?`,
-      [identityId, identityId, clientAddress],
-    );
+        [identityId, identityId, clientAddress],
+      )
+      .options(PREPARED);
   },
 
   /** Takes back the consecutive part of an attempt (a locked identity's attempts do not extend its run). */

@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { hashTokenId } from '../crypto/token-id-hash.js';
-import { prepared } from '../db/prepared.js';
+import { PREPARED } from '../db/prepared.js';
 
 /** One stored oidc-provider model instance (or one of our own rows kept beside them). */
 export interface OidcPayloadRow {
@@ -56,7 +56,12 @@ const hashedOrNull = (id: string | null | undefined) => (id ? hashTokenId(id) : 
  */
 export const oidcPayloadsRepository = {
   async upsert(db: Db, row: OidcPayloadRow): Promise<void> {
-    await db('oidc_payloads')
+    await oidcPayloadsRepository.upsertStatement(db, row).options(PREPARED);
+  },
+
+  /** The upsert, not yet run: for a caller that adds another write to the same statement. */
+  upsertStatement(db: Db, row: OidcPayloadRow) {
+    return db('oidc_payloads')
       .insert({
         model: row.model,
         id: hashTokenId(row.id),
@@ -68,15 +73,14 @@ export const oidcPayloadsRepository = {
         account_id: accountIdOf(row.payload),
       })
       .onConflict(['model', 'id'])
-      .merge(['payload', 'grant_id', 'user_code', 'uid', 'expires_at', 'account_id'])
-      .options(prepared('oidc_upsert'));
+      .merge(['payload', 'grant_id', 'user_code', 'uid', 'expires_at', 'account_id']);
   },
 
   async find(db: Db, model: string, id: string, now: Date): Promise<StoredOidcPayload | undefined> {
     const row: Row | undefined = await live(db, model, now)
       .andWhere({ id: hashTokenId(id) })
       .first('payload', 'consumed_at')
-      .options(prepared('oidc_find'));
+      .options(PREPARED);
     return row && toStored(row);
   },
 
@@ -97,7 +101,7 @@ export const oidcPayloadsRepository = {
       .first('oidc_payloads.payload', 'oidc_payloads.consumed_at', {
         session_expires_at: 'api_sessions.expires_at',
       })
-      .options(prepared('oidc_find_with_session'));
+      .options(PREPARED);
     return row && { ...toStored(row), sessionExpiresAt: row.session_expires_at ?? null };
   },
 
@@ -110,7 +114,7 @@ export const oidcPayloadsRepository = {
       .andWhere({ uid })
       .orderBy('expires_at', 'desc')
       .first('payload', 'consumed_at')
-      .options(prepared('oidc_find_by_uid'));
+      .options(PREPARED);
     return row && toStored(row);
   },
 
@@ -132,15 +136,30 @@ export const oidcPayloadsRepository = {
       .where({ model, id: hashTokenId(id) })
       .whereNull('consumed_at')
       .update({ consumed_at: at })
-      .options(prepared('oidc_consume'));
+      .options(PREPARED);
     return changed > 0;
+  },
+
+  /**
+   * Deletes a row in ONE statement, for a row used up at once (an interaction its login completes);
+   * false when it was gone already, so of N parallel takers exactly one wins.
+   */
+  async take(db: Db, model: string, id: string): Promise<boolean> {
+    // `returning`: knex-pglite answers a bare delete with a result object, not a row count.
+    const rows = await db('oidc_payloads')
+      .where({ model, id: hashTokenId(id) })
+      .whereNull('consumed_at')
+      .delete()
+      .returning('model')
+      .options(PREPARED);
+    return rows.length > 0;
   },
 
   async destroy(db: Db, model: string, id: string): Promise<void> {
     await db('oidc_payloads')
       .where({ model, id: hashTokenId(id) })
       .delete()
-      .options(prepared('oidc_destroy'));
+      .options(PREPARED);
   },
 
   async deleteByGrantId(db: Db, grantId: string, model?: string): Promise<void> {

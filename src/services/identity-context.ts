@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import { identitiesRepository } from '../repositories/identities-repository.js';
-import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import type { IdentityFacts } from './identity-view.js';
 
 /** What a bearer request needs of its identity beyond the token's own claims. */
@@ -65,9 +64,9 @@ export function createIdentityContextCache({
 
   async function load(id: string): Promise<CachedIdentity | undefined> {
     const version = versions.get(id) ?? 0;
-    const identity = await identitiesRepository.findById(knex, id);
-    if (!identity) return undefined;
-    const policy = await authPoliciesRepository.findById(knex, identity.authPolicyId);
+    const found = await identitiesRepository.findWithPolicy(knex, id);
+    if (!found) return undefined;
+    const { identity, policy } = found;
     const value: CachedIdentity = {
       id,
       name: identity.name,

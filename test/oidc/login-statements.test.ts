@@ -4,37 +4,58 @@ import { statementsOf } from '../helpers/sql-statements.js';
 import { exchangeCode, followToCallback, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { enrolledUpdbUser, managementApi } from '../identities/identity-fixtures.js';
 
-describe('password login: SQL statements of the login step', () => {
+const count = (sql: string[], pattern: RegExp) => sql.filter((s) => pattern.test(s)).length;
+
+describe('password login: SQL statements of the whole flow', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer();
   });
   afterAll(() => server.close());
 
-  test('the login POST reads the identity twice and releases its lockout in one statement; the code exchange takes three statements', async () => {
+  test('authorization 1, login POST 12, exchange 3: each row read once, no transaction', async () => {
     const api = managementApi(server, await server.adminToken());
     const user = await enrolledUpdbUser(server, api, 'login-statements-user');
-    const started = await startAuthorization(server.client);
+
+    const { result: started, sql: authorization } = await statementsOf(server.app.knex, () =>
+      startAuthorization(server.client),
+    );
     const { result: login, sql } = await statementsOf(server.app.knex, () =>
       submitLogin(server.client, started, { body: { username: user.username, password: user.password } }),
     );
-    // The resume answered in-process with the redirect carrying the code.
-    const callback = await followToCallback(server.client, login);
+    // The resume answered in-process with the redirect carrying the code: nothing left to read.
+    const { result: callback, sql: follow } = await statementsOf(server.app.knex, () =>
+      followToCallback(server.client, login),
+    );
     const { result: token, sql: exchange } = await statementsOf(server.app.knex, () =>
       exchangeCode(server.client, { code: callback.code, verifier: started.pkce.verifier }),
     );
     expect(token.status).toBe(200);
-    // Three statements, as for a refresh: the code with its grant, login facts, API session and
-    // identity in one joined read; the conditional consume; the refresh token's insert.
-    expect(exchange).toEqual([
-      expect.stringMatching(/FROM oidc_payloads rt\s[\s\S]*LEFT JOIN api_sessions s[\s\S]*LEFT JOIN identities i/),
-      expect.stringMatching(/^update "oidc_payloads" set "consumed_at" = .* and "consumed_at" is null$/),
-      expect.stringMatching(/^insert into "oidc_payloads"/),
-    ]);
 
-    // Once to find the login's identity, once after the slow hash (a lock set meanwhile holds);
-    // the provider's resume on the same request takes the identity the step has just read.
-    expect(sql.filter((s) => /^select \* from "identities"/.test(s))).toHaveLength(2);
-    expect(sql.filter((s) => /"login_failures"|login_failures /.test(s))).toHaveLength(2);
+    expect(authorization).toHaveLength(1);
+    expect(follow).toHaveLength(0);
+    expect(sql).toHaveLength(12);
+    // The interaction: read once by the step, then deleted by its one-time consumption; the
+    // provider's resume takes it (and the identity) from the request, not from the database.
+    expect(count(sql, /"oidc_payloads"/)).toBe(6);
+    expect(count(sql, /^select "payload", "consumed_at" from "oidc_payloads"/)).toBe(1);
+    expect(count(sql, /^delete from "oidc_payloads"/)).toBe(1);
+    // Once to find the login's identity, with its policy and the policy's signers in the same
+    // statement; once more after the slow hash (a lock set meanwhile holds).
+    expect(count(sql, /"identities"/)).toBe(2);
+    expect(count(sql, /auth_polic/)).toBe(1);
+    expect(sql.find((s) => /auth_polic/.test(s))).toMatch(/from "identities" inner join "auth_policies"/);
+    // Counted before the hash, released after it.
+    expect(count(sql, /"login_failures"|login_failures /)).toBe(2);
+    // The API session and the grant's login facts are one statement.
+    expect(count(sql, /"api_sessions"/)).toBe(1);
+    expect(count(sql, /^(BEGIN|COMMIT)/i)).toBe(0);
+
+    // One joined read of the code, its grant, login facts, API session and identity; the consume;
+    // the refresh token.
+    expect(exchange).toHaveLength(3);
+    expect(exchange[0]).toMatch(/FROM oidc_payloads t\s+LEFT JOIN oidc_payloads g/);
+    expect(exchange[1]).toMatch(/^update "oidc_payloads" set "consumed_at"/);
+    expect(exchange[2]).toMatch(/^insert into "oidc_payloads"/);
   });
 });

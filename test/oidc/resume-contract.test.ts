@@ -55,6 +55,21 @@ describe('contract: oidc-provider internals behind the in-process resume', () =>
     );
   });
 
+  test("an Interaction's getValueAndPayload is what its persist stores (the completed login hands it over)", async () => {
+    const started = await startAuthorization(server.client);
+    const id = started.authRequestId;
+    const interaction = await entry().provider.Interaction.find(id);
+    interaction!.result = { svc: { marker: 'contract' } };
+
+    const { payload } = await (
+      interaction as unknown as { getValueAndPayload(): Promise<{ payload: Record<string, unknown> }> }
+    ).getValueAndPayload();
+    await interaction!.persist();
+    const row = await oidcPayloadsRepository.find(server.app.knex, 'Interaction', id, new Date());
+
+    expect(payload).toEqual(openPayload(id, row!.payload));
+  });
+
   test('the resume route needs that signed cookie: none or a bad signature is refused, ours is accepted', async () => {
     const started = await startAuthorization(server.client);
     const path = `/oidc/authorization/${started.authRequestId}`;

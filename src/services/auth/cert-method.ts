@@ -11,7 +11,6 @@ import {
   authenticatorsRepository,
   type Authenticator,
 } from '../../repositories/authenticators-repository.js';
-import { authPoliciesRepository } from '../../repositories/auth-policies-repository.js';
 import { casRepository } from '../../repositories/cas-repository.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
 import type { PkiMaterial } from '../pki-service.js';
@@ -72,9 +71,9 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
     });
     if (!trusted) throw invalidAuth('certificate chain not trusted');
 
-    const identity = await identitiesRepository.findById(knex, authenticator.identityId);
-    const policy = identity && (await authPoliciesRepository.findById(knex, identity.authPolicyId));
-    if (!identity || !policy) throw invalidAuth('identity vanished');
+    const found = await identitiesRepository.findWithPolicy(knex, authenticator.identityId);
+    if (!found) throw invalidAuth('identity vanished');
+    const { identity, policy } = found;
     if (!policy.primary.cert.allowed) throw invalidAuth('policy does not allow cert');
     const at = now();
     if (cert.notBefore > at) throw invalidAuth('certificate not yet valid');

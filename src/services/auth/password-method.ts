@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import { verifyPassword, type VerifyObserver } from '../../crypto/passwords.js';
 import { authenticatorsRepository } from '../../repositories/authenticators-repository.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
-import { authPoliciesRepository, DEFAULT_POLICY_ID } from '../../repositories/auth-policies-repository.js';
 import { loginFailuresRepository } from '../../repositories/login-failures-repository.js';
 import { isDisabled } from './identity-status.js';
 import type { LoginLockout } from './login-lockout.js';
@@ -37,11 +36,7 @@ export function createPasswordMethod({
   now = () => new Date(),
   onVerify,
 }: PasswordMethodDeps) {
-  async function target(identityId: string) {
-    const identity = await identitiesRepository.findById(knex, identityId);
-    const policy = identity && (await authPoliciesRepository.findById(knex, identity.authPolicyId));
-    return identity && policy ? { identity, policy } : undefined;
-  }
+  const target = (identityId: string) => identitiesRepository.findWithPolicy(knex, identityId);
 
   /**
    * The database round trips of a known identity's failed attempt, touching nothing: an unknown username
@@ -49,7 +44,6 @@ export function createPasswordMethod({
    */
   async function shadowAttempt(password: string): Promise<void> {
     await target(SHADOW_IDENTITY_ID);
-    await authPoliciesRepository.findById(knex, DEFAULT_POLICY_ID);
     await loginFailuresRepository.shadowWrite(knex, now());
     await verifyPassword(undefined, password, onVerify);
     await identitiesRepository.findById(knex, SHADOW_IDENTITY_ID);

@@ -263,6 +263,15 @@ export function createTotpService({
     return policy.secondary.requireTotp || (await status(identityId)).verified;
   }
 
+  /** `isRequired` with the identity's `verified` status beside it, from one read. */
+  async function requirement(
+    identityId: string,
+    policy: { secondary: { requireTotp: boolean } },
+  ): Promise<{ required: boolean; verified: boolean }> {
+    const { verified } = await status(identityId);
+    return { required: policy.secondary.requireTotp || verified, verified };
+  }
+
   async function status(identityId: string): Promise<{ enrolled: boolean; verified: boolean }> {
     const config = await mfaTotpRepository.find(knex, identityId);
     return { enrolled: config !== undefined, verified: config?.isVerified ?? false };
@@ -300,6 +309,7 @@ export function createTotpService({
     verifyLoginCode,
     status,
     isRequired,
+    requirement,
     remove,
     regenerateRecoveryCodes,
     remainingRecoveryCodes,
