@@ -24,6 +24,9 @@ export interface PgTarget {
 
 export type DatabaseTarget = PgTarget | { kind: 'pglite'; dataDir?: string };
 
+/** How long a connection may sit idle inside an open transaction before PostgreSQL ends it. */
+const IDLE_IN_TRANSACTION_MS = 60_000;
+
 /** The name the controller's connections carry in pg_stat_activity. */
 export const APPLICATION_NAME = 'svc-controller';
 
@@ -58,6 +61,9 @@ export function createDatabase(target: DatabaseTarget): Database {
       // A statement stuck behind a lock or a slow disk fails after this long instead of holding
       // its connection (and the requests queued behind it) indefinitely.
       ...(target.statementTimeoutMs ? { statement_timeout: target.statementTimeoutMs } : {}),
+      // A transaction left open by a lost promise would hold its row locks and its connection
+      // forever; PostgreSQL ends such a session instead (no transaction of ours waits this long).
+      idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
       // A database that accepts TCP but never answers must not hold a request for longer either.
       connectionTimeoutMillis: acquireTimeoutMillis,
       // A peer that vanished without a FIN (a failed-over host) is noticed by the kernel.

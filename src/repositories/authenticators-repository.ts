@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { PREPARED } from '../db/prepared.js';
 import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export type AuthenticatorMethod = 'updb' | 'cert';
@@ -30,6 +31,21 @@ interface AuthenticatorRow {
   created_at: Date;
   updated_at: Date;
 }
+
+/** Every column, named (see IDENTITY_COLUMNS). */
+const AUTHENTICATOR_COLUMNS = [
+  'id',
+  'identity_id',
+  'method',
+  'username',
+  'password_hash',
+  'cert_fingerprint',
+  'cert_pem',
+  'ca_id',
+  'is_extendable',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof AuthenticatorRow)[];
 
 export const toAuthenticator = (r: AuthenticatorRow): Authenticator => ({
   id: r.id,
@@ -74,14 +90,18 @@ export const authenticatorsRepository = {
   },
 
   async findByUsername(db: Db, username: string): Promise<Authenticator | undefined> {
-    const row = await db<AuthenticatorRow>('authenticators').where({ method: 'updb', username }).first();
+    const row: AuthenticatorRow | undefined = await db('authenticators')
+      .where({ method: 'updb', username })
+      .first(AUTHENTICATOR_COLUMNS)
+      .options(PREPARED);
     return row && toAuthenticator(row);
   },
 
   async findByFingerprint(db: Db, fingerprint: string): Promise<Authenticator | undefined> {
-    const row = await db<AuthenticatorRow>('authenticators')
+    const row: AuthenticatorRow | undefined = await db('authenticators')
       .where({ method: 'cert', cert_fingerprint: fingerprint })
-      .first();
+      .first(AUTHENTICATOR_COLUMNS)
+      .options(PREPARED);
     return row && toAuthenticator(row);
   },
 

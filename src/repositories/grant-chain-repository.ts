@@ -1,7 +1,7 @@
 import type { Db } from '../db/create-database.js';
 import { hashTokenId } from '../crypto/token-id-hash.js';
 import { PREPARED } from '../db/prepared.js';
-import { toIdentity, type Identity } from './identities-repository.js';
+import { IDENTITY_COLUMNS, toIdentity, type Identity } from './identities-repository.js';
 import type { StoredOidcPayload } from './oidc-payloads-repository.js';
 
 /** The tokens a token request redeems: read with their grant in one statement. */
@@ -24,22 +24,6 @@ export interface GrantChain {
   /** Undefined when the identity no longer exists. */
   identity: Identity | undefined;
 }
-
-const IDENTITY_COLUMNS = [
-  'id',
-  'name',
-  'type',
-  'is_admin',
-  'is_default_admin',
-  'external_id',
-  'auth_policy_id',
-  'tags',
-  'disabled',
-  'disabled_until',
-  'token_generation',
-  'created_at',
-  'updated_at',
-] as const;
 
 const json = (v: unknown): Record<string, unknown> =>
   typeof v === 'string' ? JSON.parse(v) : (v as Record<string, unknown>);

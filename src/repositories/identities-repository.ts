@@ -1,5 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { policyFromJson, withSigners, type AuthPolicy } from './auth-policies-repository.js';
+import { PREPARED } from '../db/prepared.js';
 import { countedRows, mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export type IdentityType = 'User' | 'Device' | 'Service' | 'Default';
@@ -35,6 +36,23 @@ interface IdentityRow {
   created_at: Date;
   updated_at: Date;
 }
+
+/** Every column, named: a prepared statement's result must not change when a migration adds one. */
+export const IDENTITY_COLUMNS = [
+  'id',
+  'name',
+  'type',
+  'is_admin',
+  'is_default_admin',
+  'external_id',
+  'auth_policy_id',
+  'tags',
+  'disabled',
+  'disabled_until',
+  'token_generation',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof IdentityRow)[];
 
 export const toIdentity = (r: IdentityRow): Identity => ({
   id: r.id,
@@ -105,7 +123,10 @@ export const identitiesRepository = {
   },
 
   async findById(db: Db, id: string): Promise<Identity | undefined> {
-    const row = await db<IdentityRow>('identities').where({ id }).first();
+    const row: IdentityRow | undefined = await db('identities')
+      .where({ id })
+      .first(IDENTITY_COLUMNS)
+      .options(PREPARED);
     return row && toIdentity(row);
   },
 
@@ -116,7 +137,12 @@ export const identitiesRepository = {
     )
       .join('auth_policies', 'auth_policies.id', 'identities.auth_policy_id')
       .where('identities.id', id)
-      .first('identities.*', db.raw('to_jsonb(auth_policies.*) AS policy'), withSigners(db));
+      .first(
+        IDENTITY_COLUMNS.map((c) => `identities.${c}`),
+        db.raw('to_jsonb(auth_policies.*) AS policy'),
+        withSigners(db),
+      )
+      .options(PREPARED);
     return row && { identity: toIdentity(row), policy: policyFromJson(row.policy, row.allowed_signers) };
   },
 

@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { PREPARED } from '../db/prepared.js';
 
 /** One identity's TOTP configuration; the secret stays sealed here. */
 export interface TotpConfig {
@@ -19,6 +20,16 @@ interface TotpRow {
   created_at: Date;
   verified_at: Date | null;
 }
+
+/** Every column, named (see IDENTITY_COLUMNS). */
+const TOTP_COLUMNS = [
+  'identity_id',
+  'secret_enc',
+  'is_verified',
+  'last_used_step',
+  'created_at',
+  'verified_at',
+] as const satisfies readonly (keyof TotpRow)[];
 
 const toConfig = (r: TotpRow): TotpConfig => ({
   identityId: r.identity_id,
@@ -42,7 +53,10 @@ export const mfaTotpRepository = {
   },
 
   async find(db: Db, identityId: string): Promise<TotpConfig | undefined> {
-    const row = await db<TotpRow>('mfa_totp').where({ identity_id: identityId }).first();
+    const row: TotpRow | undefined = await db('mfa_totp')
+      .where({ identity_id: identityId })
+      .first(TOTP_COLUMNS)
+      .options(PREPARED);
     return row && toConfig(row);
   },
 
