@@ -15,21 +15,33 @@ export const PREPARED = { prepare: true } as const;
 /**
  * knex's PostgreSQL client, naming every statement marked PREPARED after its exact text: one
  * name per text, so two different statements can never share a name (node-postgres refuses that),
- * whatever builder produced them.
+ * whatever builder produced them. The names are module-wide: knex gives each transaction a client
+ * of its own, made from the prototype.
  */
-export class PreparingPgClient extends (KnexPgClient as typeof Knex.Client) {
-  private readonly names = new Map<string, string>();
+const names = new Map<string, string>();
 
-  _query(connection: unknown, obj: { sql: string; options?: Record<string, unknown> }): unknown {
-    if (obj.options?.prepare === true) {
-      let name = this.names.get(obj.sql);
-      if (!name) this.names.set(obj.sql, (name = `svc_${this.names.size + 1}`));
-      obj.options = { name };
+/** PostgreSQL's answer when a prepared statement's result columns changed (a migration). */
+const isStalePlan = (err: unknown) => (err as { code?: unknown } | null)?.code === '0A000';
+
+type QueryFn = (connection: unknown, obj: unknown) => Promise<unknown>;
+const knexQuery = (KnexPgClient.prototype as { _query: QueryFn })._query;
+
+export class PreparingPgClient extends (KnexPgClient as typeof Knex.Client) {
+  async _query(
+    connection: unknown,
+    obj: { sql: string; options?: Record<string, unknown> },
+  ): Promise<unknown> {
+    if (obj.options?.prepare !== true) return knexQuery.call(this, connection, obj);
+    let name = names.get(obj.sql);
+    if (!name) names.set(obj.sql, (name = `svc_${names.size + 1}`));
+    try {
+      return await knexQuery.call(this, connection, { ...obj, options: { name } });
+    } catch (err) {
+      if (!isStalePlan(err)) throw err;
+      // A migration by a newer instance changed what the statement returns: run it unprepared,
+      // and let the pool replace this connection, whose prepared statement stays stale.
+      (connection as { __knex__disposed?: unknown }).__knex__disposed = err;
+      return knexQuery.call(this, connection, { ...obj, options: {} });
     }
-    return (KnexPgClient.prototype as { _query: (c: unknown, o: unknown) => unknown })._query.call(
-      this,
-      connection,
-      obj,
-    );
   }
 }

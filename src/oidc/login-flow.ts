@@ -268,9 +268,11 @@ export function createLoginFlow(deps: LoginFlowDeps) {
    */
   async function complete(ctx: Context, pending: PendingLogin, { identity, state }: Progress): Promise<void> {
     if (isDisabled(identity, now())) throw identityGone();
-    // One completion per auth request, decided by one atomic statement that deletes its row.
-    if (!(await oidcPayloadsRepository.take(deps.knex, 'Interaction', pending.uid))) {
-      throw invalidRequest('auth request already being completed');
+    // One completion per auth request, decided by one conditional statement that marks its row
+    // consumed. The row stays (the janitor removes it when it expires): a step of the same auth
+    // request still in flight may save it again, and a consumed row keeps it from coming back.
+    if (!(await oidcPayloadsRepository.consume(deps.knex, 'Interaction', pending.uid, now()))) {
+      throw invalidRequest('auth request already completed');
     }
     const amr = amrWithMfa(state);
     const facts: LoginFacts = {

@@ -89,7 +89,11 @@ export function createPostgresAdapter({
         const hit = prefetch!.get(ctx, id);
         if (hit) return this.reply(id, hit.grant);
       }
-      return this.reply(id, await oidcPayloadsRepository.find(knex, this.model, id, now()));
+      const stored = await oidcPayloadsRepository.find(knex, this.model, id, now());
+      // A completed login leaves its interaction consumed until it expires (login-flow.ts
+      // `complete`): for the provider, and for any later step of that auth request, it is gone.
+      if (this.model === 'Interaction' && stored?.consumedAt) return undefined;
+      return this.reply(id, stored);
     }
 
     async findByUid(uid: string): Promise<AdapterPayload | undefined> {

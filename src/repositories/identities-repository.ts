@@ -138,7 +138,7 @@ export const identitiesRepository = {
       .join('auth_policies', 'auth_policies.id', 'identities.auth_policy_id')
       .where('identities.id', id)
       .first(
-        IDENTITY_COLUMNS.map((c) => `identities.${c}`),
+        ...IDENTITY_COLUMNS.map((c) => `identities.${c}`),
         db.raw('to_jsonb(auth_policies.*) AS policy'),
         withSigners(db),
       )

@@ -140,21 +140,6 @@ export const oidcPayloadsRepository = {
     return changed > 0;
   },
 
-  /**
-   * Deletes a row in ONE statement, for a row used up at once (an interaction its login completes);
-   * false when it was gone already, so of N parallel takers exactly one wins.
-   */
-  async take(db: Db, model: string, id: string): Promise<boolean> {
-    // `returning`: knex-pglite answers a bare delete with a result object, not a row count.
-    const rows = await db('oidc_payloads')
-      .where({ model, id: hashTokenId(id) })
-      .whereNull('consumed_at')
-      .delete()
-      .returning('model')
-      .options(PREPARED);
-    return rows.length > 0;
-  },
-
   async destroy(db: Db, model: string, id: string): Promise<void> {
     await db('oidc_payloads')
       .where({ model, id: hashTokenId(id) })
