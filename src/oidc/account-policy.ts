@@ -2,6 +2,7 @@ import { errors, type Account, type FindAccount, type KoaContextWithOIDC } from 
 import type { Identity } from '../repositories/identities-repository.js';
 import { isForeignKeyViolation } from '../db/db-errors.js';
 import { isDisabled } from '../services/auth/identity-status.js';
+import type { RevocationState } from '../services/revocation-state.js';
 import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
@@ -13,6 +14,11 @@ export interface AccountPolicyDeps {
   prefetch?: GrantPrefetch;
   /** The identity the login step completing on this request has just read (its in-process resume). */
   completedLogins?: CompletedLogins;
+  /**
+   * What every instance knows of revocations, in memory: it also refuses a grant whose facts were
+   * read before a revocation that landed while the request was being served.
+   */
+  revocations?: Pick<RevocationState, 'isSessionRevoked' | 'isIdentityTokenRevoked'>;
   now?: () => Date;
 }
 
@@ -35,6 +41,7 @@ export function createAccountPolicy({
   sessions,
   prefetch,
   completedLogins,
+  revocations,
   now = () => new Date(),
 }: AccountPolicyDeps) {
   // One token request asks for a grant's facts twice (account, then claims): read them once.
@@ -66,6 +73,8 @@ export function createAccountPolicy({
     if (token?.grantId) {
       facts = await factsOf(ctx, token.grantId);
       if (!facts || identity.tokenGeneration > facts.tokenGeneration) return undefined;
+      if (revocations?.isSessionRevoked(facts.apiSessionId)) return undefined;
+      if (revocations?.isIdentityTokenRevoked(sub, facts.tokenGeneration)) return undefined;
     }
     const account: Account = {
       accountId: sub,

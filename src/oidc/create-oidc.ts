@@ -153,6 +153,7 @@ export async function createOidc(deps: OidcDeps) {
     sessions,
     prefetch,
     completedLogins,
+    revocations: deps.revocationState,
   });
   const Adapter = createPostgresAdapter({
     knex,
