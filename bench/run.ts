@@ -135,6 +135,7 @@ async function flowReports(
     extras.loginPeakRssMb = (await service.memory()).peakMb;
   }
   if (o.only.has('refresh')) {
+    await service.settle();
     const sides: [PreparedSide, PreparedSide] = [
       await refreshSide(service, USERS),
       await refreshSide(baseline, USERS),

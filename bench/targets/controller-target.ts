@@ -70,11 +70,14 @@ export interface ControllerTarget extends Target {
   databaseUrl?: string;
   /** RSS now and its peak since start, in MB (the service process; PostgreSQL not included). */
   memory(): Promise<{ rssMb: number; peakMb: number }>;
+  /** Vacuums the PostgreSQL database (no-op on PGlite), between scenarios, outside any run. */
+  settle(): Promise<void>;
 }
 
 /**
  * The controller as `npm start` runs it: built (`npm run build`, a no-op when up to date), then
- * `node dist/src/main.js`, with its own data dir and either the embedded database (default) or a fresh PostgreSQL database.
+ * `node dist/src/main.js`, with its own data dir and either the embedded database (default) or a
+ * fresh PostgreSQL database.
  * Rate limits are off: the load comes from one IP on purpose.
  */
 export async function startController(
@@ -135,6 +138,7 @@ export async function startController(
         if (m === undefined) throw new Error(`the controller is gone: ${c.output()}`);
         return m;
       },
+      settle: async () => db?.vacuum(),
       stop: cleanup,
     };
   } catch (err) {

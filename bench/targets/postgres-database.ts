@@ -15,6 +15,11 @@ export interface BenchDatabase {
   statements(): { all: number; transactionControl: number };
   /** CPU used so far by this database's backend processes (the server runs on this machine). */
   backendsCpuMs(): Promise<number>;
+  /**
+   * `VACUUM (ANALYZE)` of the whole database, so that one scenario's dead rows are not cleaned up
+   * (by autovacuum, on the bench's CPU count) during the next one.
+   */
+  vacuum(): Promise<void>;
   drop(): Promise<void>;
 }
 
@@ -46,6 +51,13 @@ export async function createBenchDatabase(): Promise<BenchDatabase> {
         [name],
       );
       return total(rows.map((r) => r.pid));
+    },
+    async vacuum() {
+      const own = new URL(POSTGRES_URL);
+      own.pathname = `/${name}`;
+      const c = new pg.Client({ connectionString: own.toString() });
+      await c.connect();
+      await c.query('VACUUM (ANALYZE)').finally(() => c.end());
     },
     async drop() {
       await counter.close();
