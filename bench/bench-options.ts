@@ -1,5 +1,10 @@
 export interface BenchOptions {
   quick: boolean;
+  /**
+   * A check that the bench still runs end to end (the test suite's smoke test): one pair of very
+   * short runs, the service from source (no build: other tests read dist/). Its figures mean nothing.
+   */
+  smoke: boolean;
   postgres: boolean;
   /** Scale mode: latencies at 1,000 and at 1,000,000 identities instead of the pairs. */
   scale: boolean;
@@ -13,6 +18,8 @@ export interface BenchOptions {
 export const USAGE = `npm run bench -- [options]
 
   --quick            short runs (about a minute in all); same pairs, same table
+  --smoke            one pair of 0.3 s runs, the service from source: checks that the bench runs
+                     (npm test does); its figures mean nothing
   --pg               the service on a fresh PostgreSQL database (postgres://postgres@127.0.0.1:5432),
                      created and dropped; default: the embedded database
   --scale            seeds 1,000,000 identities (SVC_BENCH_SCALE_ROWS overrides) on PostgreSQL and
@@ -33,6 +40,7 @@ export class UsageError extends Error {}
 export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
   const o: BenchOptions = {
     quick: false,
+    smoke: false,
     postgres: false,
     scale: false,
     pairs: 5,
@@ -48,7 +56,10 @@ export function parseBenchOptions(argv: string[]): BenchOptions | 'help' {
     };
     if (arg === '--help' || arg === '-h') return 'help';
     else if (arg === '--quick') o.quick = true;
-    else if (arg === '--pg') o.postgres = true;
+    else if (arg === '--smoke') {
+      o.smoke = o.quick = true;
+      o.pairs = 1;
+    } else if (arg === '--pg') o.postgres = true;
     else if (arg === '--scale') o.scale = o.postgres = true;
     else if (arg === '--pairs') {
       o.pairs = Number(value());

@@ -29,7 +29,8 @@ import { benchUsers, type Target } from './targets/target.js';
  */
 
 const USERS = benchUsers(8);
-const WARMUP_MS = { full: 3000, quick: 1000 };
+const WARMUP_MS = { full: 3000, quick: 1000, smoke: 100 };
+const SMOKE_RUN_MS = 300;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 /** Every target started so far, stopped in reverse order at the end, on errors and on Ctrl-C. */
@@ -56,13 +57,13 @@ async function compare(
   baselineName: string,
   sides: [PreparedSide, PreparedSide],
 ): Promise<ScenarioReport> {
-  const runMs = o.quick ? scenario.runMs.quick : scenario.runMs.full;
+  const runMs = o.smoke ? SMOKE_RUN_MS : o.quick ? scenario.runMs.quick : scenario.runMs.full;
   progress(`${scenario.title}: ${o.pairs} pairs of ${runMs / 1000} s runs`);
   try {
     const result = await runInterleavedPairs(sides[0], sides[1], {
       pairs: o.pairs,
       runMs,
-      warmupMs: o.quick ? WARMUP_MS.quick : WARMUP_MS.full,
+      warmupMs: o.smoke ? WARMUP_MS.smoke : o.quick ? WARMUP_MS.quick : WARMUP_MS.full,
       maxOps: Math.ceil((runMs / 1000) * scenario.ceilingPerSecond),
       onRun: progress,
     });
@@ -152,6 +153,7 @@ function methodLines(o: BenchOptions, startLoad: number[]): string {
     .map((s) => `${s.key} ${(o.quick ? s.runMs.quick : s.runMs.full) / 1000} s`)
     .join(', ');
   const load = (l: number[]) => l.map((x) => x.toFixed(1)).join('/');
+  if (o.smoke) return 'Smoke run (--smoke): one pair of 0.3 s runs per scenario; these figures mean nothing.';
   return [
     `Method: per scenario a ${warmup} s warm-up of each side, then ${o.pairs} interleaved pairs (S B, B S, …; ${runs} per run), closed loop, keep-alive HTTPS.`,
     `Throughput: median of runs. p50/p99: all runs' latencies pooled. CPU/op: utime+stime of the target process from /proc per successful operation, median of runs` +
@@ -181,7 +183,13 @@ async function main(): Promise<number> {
   progress(`starting the service (${o.postgres ? 'PostgreSQL' : 'embedded database'})`);
   // Registered as running before it starts: Ctrl-C during the start still removes its database.
   const service = await startController(
-    { postgres: o.postgres, logLevel: o.logLevel, users: USERS, nodeArgs: profileArgs(o, 'service') },
+    {
+      postgres: o.postgres,
+      logLevel: o.logLevel,
+      users: USERS,
+      nodeArgs: profileArgs(o, 'service'),
+      fromSource: o.smoke,
+    },
     (stop) => running.push({ stop }),
   );
   if (o.scale) {

@@ -19,6 +19,8 @@ export interface ControllerOptions {
   users: BenchUser[];
   /** Extra Node options for the service process (`--cpu-prof …`). */
   nodeArgs?: string[];
+  /** `node --import tsx src/main.ts` instead of building and running dist/ (the smoke check). */
+  fromSource?: boolean;
 }
 
 async function waitReady(origin: string, dataDir: string, c: { output(): string; exited(): boolean }) {
@@ -100,9 +102,11 @@ export async function startController(
     db = o.postgres ? await createBenchDatabase() : undefined;
     const port = await freePort();
     const origin = `https://127.0.0.1:${port}`;
-    execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
+    if (!o.fromSource) execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
     child = spawnNodeChild(
-      [join(process.cwd(), 'dist', 'src', 'main.js')],
+      o.fromSource
+        ? ['--import', 'tsx', join(process.cwd(), 'src', 'main.ts')]
+        : [join(process.cwd(), 'dist', 'src', 'main.js')],
       {
         SVC_ADDRESS: `127.0.0.1:${port}`,
         SVC_DATA_DIR: dataDir,
