@@ -197,7 +197,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     revocationState: services.revocationState,
     identityContext: services.identityContext,
     findIdentity,
-    findAccount: (id) => identitiesRepository.findWithPolicy(knex, id),
+    findIdentityWithPolicy: (id) => identitiesRepository.findWithPolicy(knex, id),
     factors: secondFactors,
     totp: services.totp,
     audit: services.audit,

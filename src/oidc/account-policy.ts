@@ -29,7 +29,7 @@ export interface AccountPolicyDeps {
 export const GENERATION_CLAIM = 'z_gen';
 
 /** What `complete` (login-flow.ts) leaves in `interaction.result.svc` for the grant to pick up. */
-export const completedLoginOf = (ctx: KoaContextWithOIDC): LoginFacts | undefined =>
+export const loginFactsOfResult = (ctx: KoaContextWithOIDC): LoginFacts | undefined =>
   ctx.oidc.result?.login ? (ctx.oidc.result.svc as LoginFacts | undefined) : undefined;
 
 /**
@@ -110,7 +110,7 @@ export function createAccountPolicy({
    * there is no grant, so the login prompt always runs.
    */
   async function loadExistingGrant(ctx: KoaContextWithOIDC) {
-    const facts = completedLoginOf(ctx);
+    const facts = loginFactsOfResult(ctx);
     const { client, session } = ctx.oidc;
     if (!facts || !client || !session?.accountId) return undefined;
     const grant = new ctx.oidc.provider.Grant({ clientId: client.clientId, accountId: session.accountId });

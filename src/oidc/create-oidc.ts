@@ -43,7 +43,7 @@ export interface OidcDeps {
   revocations: RevocationService;
   findIdentity: (id: string) => Promise<Identity | undefined>;
   /** The identity with its policy, in one read (the login's steps). */
-  findAccount: LoginFlowDeps['findAccount'];
+  findIdentityWithPolicy: LoginFlowDeps['findIdentityWithPolicy'];
   revocationState: RevocationState;
   identityContext: IdentityContextCache;
   /** The second factors and the TOTP service the login's steps check. */
@@ -196,7 +196,7 @@ export async function createOidc(deps: OidcDeps) {
       registry,
       factors: deps.factors,
       totp: deps.totp,
-      findAccount: deps.findAccount,
+      findIdentityWithPolicy: deps.findIdentityWithPolicy,
       completedLogins,
     }),
     verifier,

@@ -44,7 +44,7 @@ export interface PendingLogin {
   entry: IssuerEntry;
   interaction: InteractionLike;
   /** The identity and policy of this login, read at most once per request. */
-  account?: Promise<Account>;
+  identityWithPolicy?: Promise<IdentityWithPolicy>;
 }
 
 interface InteractionLike {
@@ -58,13 +58,14 @@ interface InteractionLike {
   getValueAndPayload(): Promise<{ payload?: Record<string, unknown> }>;
 }
 
-export interface Account {
+/** An identity with its auth policy, as the login's steps read them (not oidc-provider's `Account`). */
+export interface IdentityWithPolicy {
   identity: Identity;
   policy: AuthPolicy;
 }
 
 /** A step's result: the new state, with the identity and policy it belongs to. */
-interface Progress extends Account {
+interface Progress extends IdentityWithPolicy {
   state: LoginState;
 }
 
@@ -90,7 +91,7 @@ export interface LoginFlowDeps {
     | 'provisioningUrlFor'
   >;
   /** The identity with its policy (one read). */
-  findAccount: (id: string) => Promise<Account | undefined>;
+  findIdentityWithPolicy: (id: string) => Promise<IdentityWithPolicy | undefined>;
   /** Hands the completed interaction and the identity read here to the provider's resume of the same request. */
   completedLogins: Pick<CompletedLogins, 'remember'>;
   now?: () => Date;
@@ -147,12 +148,12 @@ export function createLoginFlow(deps: LoginFlowDeps) {
         message: 'the primary login of this auth request is not done yet',
       });
     }
-    pending.account ??= (async () => {
-      const account = await deps.findAccount(state.identityId);
-      if (!account || isDisabled(account.identity, now())) throw identityGone();
-      return account;
+    pending.identityWithPolicy ??= (async () => {
+      const found = await deps.findIdentityWithPolicy(state.identityId);
+      if (!found || isDisabled(found.identity, now())) throw identityGone();
+      return found;
     })();
-    return { ...(await pending.account), state: structuredClone(state) };
+    return { ...(await pending.identityWithPolicy), state: structuredClone(state) };
   }
 
   /** What is owed now, without any JWT of this request (the reads and the enrollment guard). */
@@ -202,9 +203,9 @@ export function createLoginFlow(deps: LoginFlowDeps) {
         ...new Set([credentialName(step.name, result.signerId), ...(previous?.credentials ?? [])]),
       ],
     };
-    const account = { identity: result.identity, policy: result.policy };
-    pending.account = Promise.resolve(account);
-    return { ...account, state };
+    const found = { identity: result.identity, policy: result.policy };
+    pending.identityWithPolicy = Promise.resolve(found);
+    return { ...found, state };
   }
 
   /** `totp`: a TOTP code or a recovery code, under the per-identity failure limit. */
