@@ -6,9 +6,10 @@ import KnexPgClient from 'knex/lib/dialects/postgres/index.js';
 /**
  * Query options that ask for a statement prepared once per connection: node-postgres then sends
  * PostgreSQL only Bind and Execute for it, so PostgreSQL skips parsing it and, after a few runs,
- * planning it. On the token paths that is most of PostgreSQL's work per statement (the grant
- * chain's joined read: ≈ 0.23 ms of its CPU unprepared, ≈ 0.03 ms prepared). Never for `select *`:
- * a prepared statement's result columns must not change under a migration. PGlite ignores it.
+ * planning it. On the token paths that is most of PostgreSQL's work per statement (the joined read
+ * of a code or refresh token with its grant: ≈ 0.23 ms of its CPU unprepared, ≈ 0.03 ms
+ * prepared). Never for `select *`: a prepared statement's result columns must not change under a
+ * migration. PGlite ignores it.
  */
 export const PREPARED = { prepare: true } as const;
 

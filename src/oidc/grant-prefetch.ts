@@ -2,7 +2,7 @@ import type { StoredOidcPayload } from '../repositories/oidc-payloads-repository
 import type { Identity } from '../repositories/identities-repository.js';
 import type { LoginFacts } from './oidc-sessions.js';
 
-/** What one read of a code or refresh token brought along of its grant (see grantChainRepository). */
+/** What one read of a code or refresh token brought along of its grant (see tokenWithGrantRepository). */
 export interface PrefetchedGrant {
   /** The code's or refresh token's account: `identity` answers only for this id. */
   accountId: string | null;

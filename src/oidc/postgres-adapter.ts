@@ -2,7 +2,10 @@ import type { IncomingMessage } from 'node:http';
 import type { Knex } from 'knex';
 import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
-import { grantChainRepository, type GrantTokenModel } from '../repositories/grant-chain-repository.js';
+import {
+  tokenWithGrantRepository,
+  type GrantTokenModel,
+} from '../repositories/token-with-grant-repository.js';
 import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 import { liveFacts } from './oidc-sessions.js';
@@ -11,9 +14,9 @@ import { openPayload, sealPayload } from './stored-payload.js';
 export interface PostgresAdapterDeps {
   knex: Knex;
   /**
-   * Runs (awaited, inside the provider's request) whenever a Grant is destroyed: refresh-token
-   * replay, `/oidc/revoke`, grant revocation. JWT access tokens are never stored, so this is where
-   * their API session is revoked.
+   * Runs (awaited, inside the provider's request) whenever a Grant is destroyed: a replayed
+   * authorization code or refresh token, `/oidc/revoke`, grant revocation. JWT access tokens are
+   * never stored, so this is where their API session is revoked.
    */
   onGrantDestroyed: (grantId: string) => Promise<void>;
   /**
@@ -129,25 +132,30 @@ export function createPostgresAdapter({
       await oidcPayloadsRepository.deleteByGrantId(knex, grantId, this.model);
     }
 
-    /** The code or token as a plain find returns it; what came along is kept for this request. */
+    /**
+     * The code or token as a plain find returns it; what came along is kept for this request.
+     * The code is read with its grant and facts before its consume, so the winner of a race still
+     * gets its tokens, which a late replay then revokes (RFC 6749 §4.1.2): the replay's destroy of
+     * the grant cannot fail the winner half-way through issuing.
+     */
     private async findWithGrant(
       ctx: object,
       model: GrantTokenModel,
       id: string,
     ): Promise<AdapterPayload | undefined> {
       const at = now();
-      const chain = await grantChainRepository.find(knex, model, id, at);
-      if (!chain) return undefined;
-      const grantId = chain.token.payload.grantId;
+      const found = await tokenWithGrantRepository.find(knex, model, id, at);
+      if (!found) return undefined;
+      const grantId = found.token.payload.grantId;
       if (typeof grantId === 'string') {
         prefetch!.remember(ctx, grantId, {
-          accountId: chain.accountId,
-          grant: chain.grant,
-          facts: liveFacts(chain.facts, chain.sessionExpiresAt, at),
-          identity: chain.identity,
+          accountId: found.accountId,
+          grant: found.grant,
+          facts: liveFacts(found.facts, found.sessionExpiresAt, at),
+          identity: found.identity,
         });
       }
-      return this.reply(id, chain.token);
+      return this.reply(id, found.token);
     }
 
     private reply(

@@ -12,7 +12,7 @@ export type GrantTokenModel = 'AuthorizationCode' | 'RefreshToken';
  * instant: the code or refresh token, its grant, our login facts of the grant with its API
  * session's expiry, and the identity.
  */
-export interface GrantChain {
+export interface TokenWithGrant {
   token: StoredOidcPayload;
   /** The token's `accountId` as stored beside it. */
   accountId: string | null;
@@ -54,13 +54,16 @@ SELECT t.payload, t.consumed_at, t.account_id,
  LIMIT 1`;
 
 /**
- * The one read of a code exchange or a refresh grant (oidc_payloads joined with api_sessions and
- * identities). Reading the grant's facts with the code, before it is consumed, also means that a
- * replay revoking the grant after the winner's consume cannot fail the winner half-way through
- * issuing: its tokens are issued and then dead (RFC 6749 §4.1.2), and it still sees one success.
+ * The one read of a code exchange or a refresh grant: oidc_payloads joined with api_sessions and
+ * identities (the replay reasoning is at the adapter's `findWithGrant`).
  */
-export const grantChainRepository = {
-  async find(db: Db, model: GrantTokenModel, tokenId: string, now: Date): Promise<GrantChain | undefined> {
+export const tokenWithGrantRepository = {
+  async find(
+    db: Db,
+    model: GrantTokenModel,
+    tokenId: string,
+    now: Date,
+  ): Promise<TokenWithGrant | undefined> {
     const { rows } = await db.raw(SQL, [now, now, model, hashTokenId(tokenId), now]).options(PREPARED);
     const r = rows[0] as Record<string, unknown> | undefined;
     if (!r) return undefined;
