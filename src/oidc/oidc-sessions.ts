@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import { inTransaction } from '../db/transaction.js';
 import type { Db } from '../db/create-database.js';
-import { PREPARED } from '../db/prepared.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { NO_AUDIT, type AuditTrail } from '../services/audit-trail.js';
@@ -57,34 +56,34 @@ export function createOidcSessions({
   return {
     /**
      * The API session row (id = z_asid) and the facts of the grant, written together or not at
-     * all: one statement (the session's insert as a data-modifying WITH), so no transaction is
-     * needed around it. A deleted identity fails it on the session's foreign key.
+     * all, in one statement (`insertWithLoginFacts`). A deleted identity fails it on the session's
+     * foreign key.
      */
     async start(grantId: string, facts: LoginFacts): Promise<void> {
       const expiresAt = new Date(now().getTime() + maxSessionSeconds * 1000);
-      const session = apiSessionsRepository.insertStatement(knex, {
-        id: facts.apiSessionId,
-        identityId: facts.accountId,
-        kind: 'oidc',
-        tokenHash: null,
-        amr: facts.amr,
-        configTypes: facts.configTypes,
-        isCertExtendable: facts.isCertExtendable,
-        mfaRequired: false,
-        mfaComplete: facts.amr.includes('mfa'),
-        expiresAt,
-      });
-      await oidcPayloadsRepository
-        .upsertStatement(knex, {
+      await apiSessionsRepository.insertWithLoginFacts(
+        knex,
+        {
+          id: facts.apiSessionId,
+          identityId: facts.accountId,
+          kind: 'oidc',
+          tokenHash: null,
+          amr: facts.amr,
+          configTypes: facts.configTypes,
+          isCertExtendable: facts.isCertExtendable,
+          mfaRequired: false,
+          mfaComplete: facts.amr.includes('mfa'),
+          expiresAt,
+        },
+        {
           model: MODEL,
           id: grantId,
           payload: { ...factsOnly(facts), grantId },
           grantId,
           uid: facts.apiSessionId,
           expiresAt,
-        })
-        .with('api_session', session)
-        .options(PREPARED);
+        },
+      );
     },
 
     /** The facts of a grant whose API session still exists; undefined once it has ended. */

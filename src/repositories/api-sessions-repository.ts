@@ -1,4 +1,6 @@
 import type { Db } from '../db/create-database.js';
+import { PREPARED } from '../db/prepared.js';
+import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-repository.js';
 
 export type ApiSessionKind = 'legacy' | 'oidc';
 
@@ -53,7 +55,19 @@ export const apiSessionsRepository = {
     return toApiSession(row);
   },
 
-  /** The insert, not yet run: for a caller that writes it together with another row in one statement. */
+  /**
+   * An OIDC grant's API session and its login facts (a row of `oidc_payloads`), written together or
+   * not at all: one statement, the session's insert as a data-modifying WITH, so no transaction is
+   * needed around it. A deleted identity fails it on the session's foreign key.
+   */
+  async insertWithLoginFacts(db: Db, s: NewApiSession, factsRow: OidcPayloadRow): Promise<void> {
+    await oidcPayloadsRepository
+      .upsertStatement(db, factsRow)
+      .with('api_session', apiSessionsRepository.insertStatement(db, s))
+      .options(PREPARED);
+  },
+
+  /** The insert, not yet run: `insert` runs it alone, `insertWithLoginFacts` beside another write. */
   insertStatement(db: Db, s: NewApiSession) {
     return db('api_sessions').insert({
       id: s.id,

@@ -59,7 +59,7 @@ export const oidcPayloadsRepository = {
     await oidcPayloadsRepository.upsertStatement(db, row).options(PREPARED);
   },
 
-  /** The upsert, not yet run: for a caller that adds another write to the same statement. */
+  /** The upsert, not yet run: for a repository function that adds another write to the same statement. */
   upsertStatement(db: Db, row: OidcPayloadRow) {
     return db('oidc_payloads')
       .insert({
