@@ -2,6 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Identity } from '../repositories/identities-repository.js';
 import { createAccountPolicy } from './account-policy.js';
+import { createCompletedLogins } from './completed-logins.js';
 import { createGrantPrefetch } from './grant-prefetch.js';
 import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
 
@@ -40,6 +41,7 @@ function policyWith(revoked: { sessions?: string[]; generationBelow?: number }) 
     findIdentity: async () => identity,
     sessions: { factsOf: async () => facts } as unknown as OidcSessions,
     prefetch,
+    completedLogins: createCompletedLogins(),
     revocations: {
       isSessionRevoked: (id) => (revoked.sessions ?? []).includes(id),
       isIdentityTokenRevoked: (_id, generation) => generation < (revoked.generationBelow ?? 0),

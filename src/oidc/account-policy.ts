@@ -10,10 +10,13 @@ import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
 export interface AccountPolicyDeps {
   findIdentity: (id: string) => Promise<Identity | undefined>;
   sessions: OidcSessions;
-  /** What the read of a refresh token or code already brought of its grant within this request. */
-  prefetch?: GrantPrefetch;
+  /**
+   * What the read of a refresh token or code already brought of its grant within this request:
+   * the token request's account and claims take its facts and identity from there.
+   */
+  prefetch: GrantPrefetch;
   /** The identity the login step completing on this request has just read (its in-process resume). */
-  completedLogins?: CompletedLogins;
+  completedLogins: Pick<CompletedLogins, 'identityFor'>;
   /**
    * What every instance knows of revocations, in memory: it also refuses a grant whose facts were
    * read before a revocation that landed while the request was being served.
@@ -44,18 +47,14 @@ export function createAccountPolicy({
   revocations,
   now = () => new Date(),
 }: AccountPolicyDeps) {
-  // One token request asks for a grant's facts twice (account, then claims): read them once.
-  const perRequest = new WeakMap<object, Map<string, Promise<LoginFacts | undefined>>>();
-  function factsOf(ctx: object, grantId: string): Promise<LoginFacts | undefined> {
-    let byGrant = perRequest.get(ctx);
-    if (!byGrant) perRequest.set(ctx, (byGrant = new Map()));
-    let facts = byGrant.get(grantId);
-    if (!facts) {
-      const hit = prefetch?.get(ctx, grantId);
-      facts = hit ? Promise.resolve(hit.facts) : sessions.factsOf(grantId);
-      byGrant.set(grantId, facts);
-    }
-    return facts;
+  /**
+   * A grant's facts: a code exchange or a refresh grant has them from the read of its code or
+   * refresh token (the adapter's prefetch), so asking twice (account, then claims) reads nothing.
+   * Any other request with a grant id reads them.
+   */
+  async function factsOf(ctx: object, grantId: string): Promise<LoginFacts | undefined> {
+    const hit = prefetch.get(ctx, grantId);
+    return hit ? hit.facts : sessions.factsOf(grantId);
   }
 
   /**
@@ -63,11 +62,11 @@ export function createAccountPolicy({
    * `invalid_grant`); neither has a grant whose API session ended or whose identity was revoked.
    */
   const findAccount: FindAccount = async (ctx, sub, token) => {
-    const hit = token?.grantId ? prefetch?.get(ctx, token.grantId) : undefined;
+    const hit = token?.grantId ? prefetch.get(ctx, token.grantId) : undefined;
     const identity =
       hit && hit.accountId === sub
         ? hit.identity
-        : (completedLogins?.identityFor(ctx.req, sub) ?? (await findIdentity(sub)));
+        : (completedLogins.identityFor(ctx.req, sub) ?? (await findIdentity(sub)));
     if (!identity || isDisabled(identity, now())) return undefined;
     let facts: LoginFacts | undefined;
     if (token?.grantId) {

@@ -54,7 +54,7 @@ interface InteractionLike {
   prompt: { name: string };
   result?: Record<string, unknown>;
   persist(): Promise<unknown>;
-  /** What `persist` would store (oidc-provider's BaseModel). */
+  /** What `persist` would hand to the adapter, before the adapter seals it (oidc-provider's BaseModel). */
   getValueAndPayload(): Promise<{ payload?: Record<string, unknown> }>;
 }
 
@@ -129,6 +129,8 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     if (interaction.prompt?.name !== 'login' || interaction.params.client_id !== CLIENT_ID) {
       throw invalidRequest('not a login request');
     }
+    // A completed auth request is consumed, and the adapter's find treats it as gone ('unknown or
+    // expired' above): no interaction found here holds a login result, so this is only a guard.
     if (interaction.result?.login) throw invalidRequest('auth request already completed');
     // Only an auth request begun on this listener continues here, under its own issuer.
     const entry = deps.registry.pick(ctx.state.listener, new URL(interaction.returnTo).host);

@@ -26,10 +26,11 @@ export interface PostgresAdapterDeps {
    */
   prefetch?: GrantPrefetch;
   /**
-   * The login step completing on this request has deleted its interaction's row: the provider's
-   * in-process resume finds the interaction here, and its destroy has nothing left to delete.
+   * The login step completing on this request has marked its interaction consumed, which `find`
+   * treats as gone: the provider's in-process resume finds the interaction here instead, and its
+   * destroy leaves the consumed row to the janitor. Without it no login completes.
    */
-  completedLogins?: Pick<CompletedLogins, 'interactionFor' | 'completedInteraction'>;
+  completedLogins: Pick<CompletedLogins, 'interactionFor' | 'completedInteraction'>;
   /** The provider request being served (oidc-provider keeps it in an AsyncLocalStorage). */
   requestContext?: () => object | undefined;
   now?: () => Date;
@@ -82,7 +83,7 @@ export function createPostgresAdapter({
 
     async find(id: string): Promise<AdapterPayload | undefined> {
       if (!plausible(id)) return undefined;
-      if (completedLogins && this.model === 'Interaction') {
+      if (this.model === 'Interaction') {
         const completed = completedLogins.interactionFor(requestOf(), id);
         if (completed) return this.reply(id, { payload: completed, consumedAt: null });
       }
@@ -121,7 +122,7 @@ export function createPostgresAdapter({
     }
 
     async destroy(id: string): Promise<void> {
-      if (this.model === 'Interaction' && completedLogins?.completedInteraction(requestOf(), id)) return;
+      if (this.model === 'Interaction' && completedLogins.completedInteraction(requestOf(), id)) return;
       if (this.model === 'Grant') prefetch?.forget(requestContext(), id);
       await oidcPayloadsRepository.destroy(knex, this.model, id);
       if (this.model === 'Grant') await onGrantDestroyed(id);

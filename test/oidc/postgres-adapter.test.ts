@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createCompletedLogins } from '../../src/oidc/completed-logins.js';
 import { createPostgresAdapter } from '../../src/oidc/postgres-adapter.js';
 import { oidcPayloadsRepository } from '../../src/repositories/oidc-payloads-repository.js';
 import { hashTokenId } from '../../src/crypto/token-id-hash.js';
@@ -15,6 +16,7 @@ describe('the oidc-provider adapter over oidc_payloads', () => {
       onGrantDestroyed: async (id) => {
         destroyedGrants.push(id);
       },
+      completedLogins: createCompletedLogins(),
     });
   });
   afterAll(() => server.close());
