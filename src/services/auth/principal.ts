@@ -30,5 +30,5 @@ export interface Principal {
 /** Verifies `Authorization: Bearer` access tokens (the OIDC layer provides it). */
 export interface BearerVerifier {
   /** Resolves a principal, or throws AppError UNAUTHORIZED with the right challenge. */
-  verify(tokens: string[], headers: Record<string, string | string[] | undefined>): Promise<Principal>;
+  verify(tokens: string[]): Promise<Principal>;
 }
