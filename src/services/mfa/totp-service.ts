@@ -258,12 +258,18 @@ export function createTotpService({
     return mfaRecoveryCodesRepository.countUnused(knex, identityId);
   }
 
-  /** The policy asks for TOTP, or the identity has a verified configuration (it opted in). */
+  /**
+   * `requirement` without the `verified` status: when the policy asks for TOTP that alone decides,
+   * and the identity's configuration is not read.
+   */
   async function isRequired(identityId: string, policy: { secondary: { requireTotp: boolean } }) {
-    return policy.secondary.requireTotp || (await status(identityId)).verified;
+    return policy.secondary.requireTotp || (await requirement(identityId, policy)).required;
   }
 
-  /** `isRequired` with the identity's `verified` status beside it, from one read. */
+  /**
+   * The policy asks for TOTP, or the identity has a verified configuration (it opted in); with the
+   * identity's `verified` status beside it, from one read.
+   */
   async function requirement(
     identityId: string,
     policy: { secondary: { requireTotp: boolean } },
