@@ -28,18 +28,22 @@ export interface IdentityContextDeps {
   /** A safety net only: revocation events invalidate entries at once. */
   ttlMs?: number;
   now?: () => number;
-  /** Reads what the identity detail is made of (`current-identity`); kept and dropped like the facts. */
+  /**
+   * Reads what the identity detail is made of (`current-identity`); kept and dropped like the
+   * cached entries.
+   */
   loadDetail?: (id: string) => Promise<IdentityFacts | undefined>;
 }
 
 /**
- * Identity facts for bearer and legacy `svc-session` requests, read once per identity and kept in memory (a bearer request reads
- * nothing from the database; docs/architecture.md). Every change that matters to a token — deletion,
- * disabling, isAdmin, the policy or its secondary block — records an identity revocation, which drops the
- * entry here (`invalidate`) and refuses the older tokens anyway; a rename records a facts-only event, which
- * drops the entry and refuses nothing. The identity detail shown to the identity itself is kept the same
- * way: every write to the identity, its role attributes, authenticators, enrollments or TOTP publishes
- * such an event.
+ * What bearer and legacy `svc-session` requests need of an identity (`CachedIdentity`; the identity
+ * detail, type `IdentityFacts`, is kept beside it), read once per identity and kept in memory (a
+ * bearer request reads nothing from the database; docs/architecture.md). Every change that matters
+ * to a token — deletion, disabling, isAdmin, the policy or its secondary block — records an
+ * identity revocation, which drops the entry here (`invalidate`) and refuses the older tokens
+ * anyway; a rename records a facts-only event, which drops the entry and refuses nothing. The
+ * identity detail shown to the identity itself is kept the same way: every write to the identity,
+ * its role attributes, authenticators, enrollments or TOTP publishes such an event.
  */
 export function createIdentityContextCache({
   knex,
@@ -70,7 +74,7 @@ export function createIdentityContextCache({
     const value: CachedIdentity = {
       id,
       name: identity.name,
-      requireExtJwtSigner: policy?.secondary.requireExtJwt ?? null,
+      requireExtJwtSigner: policy.secondary.requireExtJwt ?? null,
       externalId: identity.externalId,
       isAdmin: identity.isAdmin,
       disabled: identity.disabled,
