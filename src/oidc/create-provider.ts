@@ -180,6 +180,8 @@ function configuration(o: ProviderOptions): Configuration {
     clients: [svcClient()],
     allowOmittingSingleRegisteredRedirectUri: false,
     clientBasedCORS: (_ctx, origin) => o.corsOriginAllowed(origin),
+    // The provider runs every extraParams validator on every authorization request, whether its
+    // parameter is present or not: the openid check hangs on `method` only to be run at all.
     extraParams: { method: requireOpenidScope, svc_ct: null },
     responseTypes: ['code'],
     scopes: ['openid', 'offline_access'],

@@ -15,9 +15,9 @@ export interface PrefetchedGrant {
 /**
  * A code exchange or a refresh grant reads its code or refresh token, grant, login facts, API
  * session and identity in one statement; the provider then asks for them one by one within the
- * same request. Kept per request
- * (the provider's context object), so nothing outlives the request that read it and every new
- * request reads the database again: revocations, deletions and expiry apply exactly as before.
+ * same request. Kept per request (the provider's context object), so nothing outlives the request
+ * that read it and every new request reads the database again: revocations, deletions and expiry
+ * apply as with separate reads.
  */
 export function createGrantPrefetch() {
   const byRequest = new WeakMap<object, Map<string, PrefetchedGrant>>();

@@ -29,13 +29,19 @@ const MODEL = 'SvcLogin';
 export interface OidcSessionsDeps {
   knex: Knex;
   revocations: RevocationService;
-  /** edge.oidc.maxSessionDuration (s): the API session and the refresh chain end with it. */
+  /**
+   * edge.oidc.maxSessionDuration (s): the API session and the grant (every refresh token of it)
+   * end with it.
+   */
   maxSessionSeconds: number;
   audit?: AuditTrail;
   now?: () => Date;
 }
 
-/** The API sessions (kind `oidc`) behind OIDC grants: started with the grant, ended with it. */
+/**
+ * The API sessions (kind `oidc`) behind OIDC grants: started with the grant, ended with it. These
+ * are our API sessions (`api_sessions`, `z_asid`), not oidc-provider's `Session` model.
+ */
 export function createOidcSessions({
   knex,
   revocations,
