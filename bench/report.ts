@@ -79,7 +79,7 @@ export interface BenchExtras {
 const KEYCLOAK = { loginsPerCore: 15, refreshesPerCore: 120 };
 
 /**
- * The issue's targets, each with the figure this run measured and whether it meets it. A target
+ * The targets, each with the figure this run measured and whether it meets it. A target
  * needing a scenario that did not run, or PostgreSQL on an embedded run, is "not measured".
  */
 export function formatTargets(reports: ScenarioReport[], x: BenchExtras): string {
