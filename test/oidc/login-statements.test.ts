@@ -45,7 +45,9 @@ describe('password login: SQL statements of the whole flow', () => {
     // statement; once more after the slow hash (a lock set meanwhile holds).
     expect(count(sql, /"identities"/)).toBe(2);
     expect(count(sql, /"auth_policies"/)).toBe(1);
-    expect(sql.find((s) => /"auth_policies"/.test(s))).toMatch(/from "identities" inner join "auth_policies"/);
+    expect(sql.find((s) => /"auth_policies"/.test(s))).toMatch(
+      /from "identities" inner join "auth_policies"/,
+    );
     // Counted before the hash, released after it.
     expect(count(sql, /"login_failures"|login_failures /)).toBe(2);
     // The API session and the grant's login facts are one statement.
