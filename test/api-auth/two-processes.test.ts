@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -15,6 +15,7 @@ import {
 import {
   freePort,
   spawnController,
+  twoAddressConfig,
   waitListening,
   type SpawnedController,
 } from '../helpers/spawn-controller.js';
@@ -27,23 +28,6 @@ jest.setTimeout(240_000);
 
 const ADMIN = { username: 'admin', password: 'admin-password-1' };
 const MGMT = '/edge/management/v1';
-
-/** Both processes serve both addresses, as the instances of one deployment behind one name do. */
-function configFor(dir: string, own: number, other: number): string {
-  const file = join(dir, 'svc.yaml');
-  writeFileSync(
-    file,
-    `edge: {}
-web:
-  - name: main
-    bindPoints:
-      - { interface: 127.0.0.1:${own}, address: 127.0.0.1:${own} }
-      - { interface: 127.0.0.1:${own}, address: 127.0.0.1:${other} }
-    apis: [ { binding: edge-client }, { binding: edge-management } ]
-`,
-  );
-  return file;
-}
 
 // Several processes need a shared PostgreSQL; the embedded database serves one process only.
 describeWithPostgres('two controller processes on one PostgreSQL database', () => {
@@ -62,7 +46,7 @@ describeWithPostgres('two controller processes on one PostgreSQL database', () =
     const env = (dir: string, own: number, other: number) => ({
       SVC_DATA_DIR: dir,
       DATABASE_URL: db.url,
-      SVC_CONFIG: configFor(dir, own, other),
+      SVC_CONFIG: twoAddressConfig(dir, own, other),
       SVC_RATE_LIMITS_ENABLED: 'false',
     });
     a = await spawnController(env(dirA, portA, portB), portA);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -16,6 +16,7 @@ import {
 import {
   freePort,
   spawnController,
+  twoAddressConfig,
   waitListening,
   type SpawnedController,
 } from '../helpers/spawn-controller.js';
@@ -39,23 +40,6 @@ jest.setTimeout(600_000 * Math.max(1, TRIALS / 100));
 const ADMIN = { username: 'admin', password: 'admin-password-1' };
 const MGMT = '/edge/management/v1';
 const CLIENT = '/edge/client/v1';
-
-/** Both processes serve both addresses, as the instances of one deployment behind one name do. */
-function configFor(dir: string, own: number, other: number): string {
-  const file = join(dir, 'svc.yaml');
-  writeFileSync(
-    file,
-    `edge: {}
-web:
-  - name: main
-    bindPoints:
-      - { interface: 127.0.0.1:${own}, address: 127.0.0.1:${own} }
-      - { interface: 127.0.0.1:${own}, address: 127.0.0.1:${other} }
-    apis: [ { binding: edge-client }, { binding: edge-management } ]
-`,
-  );
-  return file;
-}
 
 /**
  * A client of the one issuer (A's address) whose requests reach the process behind `viaUrl`:
@@ -145,7 +129,7 @@ describeWithPostgres('races across two controller processes', () => {
       return {
         SVC_DATA_DIR: dir,
         DATABASE_URL: db.url,
-        SVC_CONFIG: configFor(dir, own, other),
+        SVC_CONFIG: twoAddressConfig(dir, own, other),
         SVC_RATE_LIMITS_ENABLED: 'false',
       };
     };

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 
@@ -22,6 +22,26 @@ export async function freePort(): Promise<number> {
     });
     s.on('error', reject);
   });
+}
+
+/**
+ * A config file in `dir` for one of two processes that both serve both addresses, as the
+ * instances of one deployment behind one name do: `own` is bound, `other` is also answered for.
+ */
+export function twoAddressConfig(dir: string, own: number, other: number): string {
+  const file = join(dir, 'svc.yaml');
+  writeFileSync(
+    file,
+    `edge: {}
+web:
+  - name: main
+    bindPoints:
+      - { interface: 127.0.0.1:${own}, address: 127.0.0.1:${own} }
+      - { interface: 127.0.0.1:${own}, address: 127.0.0.1:${other} }
+    apis: [ { binding: edge-client }, { binding: edge-management } ]
+`,
+  );
+  return file;
 }
 
 /** Runs `src/main.ts` as its own process, as `npm start` would (through tsx, on the current source). */
