@@ -14,10 +14,8 @@ import KnexPgClient from 'knex/lib/dialects/postgres/index.js';
 export const PREPARED = { prepare: true } as const;
 
 /**
- * knex's PostgreSQL client, naming every statement marked PREPARED after its exact text: one
- * name per text, so two different statements can never share a name (node-postgres refuses that),
- * whatever builder produced them. The names are module-wide: knex gives each transaction a client
- * of its own, made from the prototype.
+ * One name per statement text, module-wide: knex gives each transaction a client of its own, made
+ * from the prototype, so the names cannot live on the client.
  */
 const names = new Map<string, string>();
 
@@ -27,6 +25,11 @@ const isStalePlan = (err: unknown) => (err as { code?: unknown } | null)?.code =
 type QueryFn = (connection: unknown, obj: unknown) => Promise<unknown>;
 const knexQuery = (KnexPgClient.prototype as { _query: QueryFn })._query;
 
+/**
+ * knex's PostgreSQL client, naming every statement marked PREPARED after its exact text, so two
+ * different statements can never share a name (node-postgres refuses that), whatever builder
+ * produced them.
+ */
 export class PreparingPgClient extends (KnexPgClient as typeof Knex.Client) {
   async _query(
     connection: unknown,
