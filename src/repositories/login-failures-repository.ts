@@ -15,6 +15,11 @@ const HOUR_MS = 3600_000;
  * consecutive failures per identity, the hourly window per identity and client address.
  * An attempt is counted BEFORE its password is checked and given back when it succeeds, so that
  * parallel requests cannot test more passwords than the limits allow (Zitadel GHSA-7h8m-vrxx-vr4m).
+ *
+ * Both statements that touch both tables lock the run's row before the address's: the parts of a
+ * WITH otherwise run in an unpredictable order, and parallel logins of one identity from one
+ * address could deadlock (PostgreSQL then fails one of them). The address part reads `run`, which
+ * makes it wait for it.
  */
 export const loginFailuresRepository = {
   /** Counts one attempt as a failure (in the run and in the address's hour); returns the new counts. */
@@ -28,7 +33,7 @@ export const loginFailuresRepository = {
          RETURNING consecutive
        ), hour AS (
          INSERT INTO login_address_failures AS a (identity_id, client_address, window_started_at, in_window)
-         VALUES (?, ?, ?, 1)
+         SELECT ?, ?, ?, 1 FROM run
          ON CONFLICT (identity_id, client_address) DO UPDATE SET
            in_window = CASE WHEN a.window_started_at > ? THEN a.in_window + 1 ELSE 1 END,
            window_started_at = CASE WHEN a.window_started_at > ? THEN a.window_started_at ELSE EXCLUDED.window_started_at END
@@ -62,7 +67,7 @@ export const loginFailuresRepository = {
          UPDATE login_failures SET consecutive = 0 WHERE identity_id = ? RETURNING 1
        )
        UPDATE login_address_failures SET in_window = GREATEST(in_window - 1, 0)
-       WHERE identity_id = ? AND client_address = ?`,
+       WHERE identity_id = ? AND client_address = ? AND (SELECT count(*) FROM run) >= 0`,
         [identityId, identityId, clientAddress],
       )
       .options(PREPARED);
