@@ -6,7 +6,7 @@ import type { Config } from './config/load-config.js';
 import type { ListenerSpec } from './config/web-listeners.js';
 import type { SecretBox } from './crypto/secret-box.js';
 import type { Database } from './db/create-database.js';
-import { instanceLockFor } from './db/instance-lock.js';
+import { instanceLockFor } from './db/instance-lock-for.js';
 import type { PrincipalResolver } from './middleware/authenticate.js';
 import type { MetricsRegistry } from './services/metrics-registry.js';
 import { createRateLimiter, type SharedLimiterFactory } from './middleware/rate-limit.js';

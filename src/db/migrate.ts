@@ -1,8 +1,9 @@
 import { createDatabase, type Database } from './create-database.js';
-import { instanceLockFor, withInstanceLock } from './instance-lock.js';
+import { instanceLockFor } from './instance-lock-for.js';
+import { withInstanceLock } from './instance-lock.js';
 
 /**
- * Applies pending migrations, one instance at a time (src/db/instance-lock.ts: an advisory lock
+ * Applies pending migrations, one instance at a time (src/db/instance-lock-for.ts: an advisory lock
  * on a connection of its own, or a lease row), so instances starting together do not race; PGlite
  * has one connection and one process (the data-dir lock file), so it needs none.
  */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
 import type { Database } from '../../src/db/create-database.js';
-import { instanceLockFor } from '../../src/db/instance-lock.js';
+import { instanceLockFor } from '../../src/db/instance-lock-for.js';
 import { deleteExpiredOidcPayloads } from '../../src/oidc/oidc-janitor.js';
 import { deleteExpiredRows, janitorPass } from '../../src/services/janitor.js';
 import { authorizationPath, newPkce } from '../helpers/oidc-client.js';
