@@ -132,7 +132,7 @@ describe('docker-compose.yml, profile replicated', () => {
     for (const s of [...replicas, haproxy]) expect(s.profiles).toEqual(['replicated']);
   });
 
-  test('two replicas on the shared PostgreSQL, advertising the proxy address, trusting only its network', () => {
+  test('two replicas on the shared PostgreSQL, advertising the proxy address, trusting only its network, sharing rate limits', () => {
     const subnet = withDefaults(compose.networks!.proxied!.ipam!.config![0]!.subnet!);
     for (const r of replicas) {
       expect(r.image).toBe('svc-controller:local');
@@ -141,6 +141,8 @@ describe('docker-compose.yml, profile replicated', () => {
       expect(r.environment?.DATABASE_URL).toBe(compose.services.controller!.environment!.DATABASE_URL);
       expect(withDefaults(r.environment!.SVC_ADVERTISED_ADDRESS!)).toBe('localhost:1443');
       expect(withDefaults(r.environment!.SVC_PROXY_PROTOCOL_TRUSTED_FROM!)).toBe(subnet);
+      // Behind round robin, a per-process count would multiply each limit by the replicas.
+      expect(r.environment?.SVC_RATE_LIMITS_STORE).toBe('postgres');
       expect(r.networks).toEqual(['default', 'proxied']);
       expect(r.ports).toBeUndefined(); // reachable through HAProxy only
     }
@@ -152,7 +154,7 @@ describe('docker-compose.yml, profile replicated', () => {
     expect(new Set(dataVolumes).size).toBe(2);
   });
 
-  test("the replicas' environment is a valid configuration with the PROXY protocol on", () => {
+  test("the replicas' environment is a valid configuration with the PROXY protocol and shared rate limits on", () => {
     const env = Object.fromEntries(
       Object.entries(replicas[0]!.environment!).map(([k, v]) => [k, withDefaults(v)]),
     );
@@ -160,6 +162,7 @@ describe('docker-compose.yml, profile replicated', () => {
     try {
       const config = loadConfig({ env: { ...env, POSTGRES_PASSWORD: 'x' }, cwd });
       expect(config.listeners[0]!.proxyProtocol).toEqual({ trustedFrom: ['172.29.240.0/24'] });
+      expect(config.rateLimits.store).toBe('postgres');
     } finally {
       rmSync(cwd, { recursive: true, force: true });
     }

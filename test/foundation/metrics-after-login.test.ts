@@ -62,6 +62,11 @@ describe('/metrics after a real relying party logs in and refreshes', () => {
   });
   afterAll(() => server.close());
 
+  test('the login page counts its refused and its accepted password by method and outcome', () => {
+    expect(sample(text, 'svc_logins_total{method="password",outcome="failure"}')).toBe(1);
+    expect(sample(text, 'svc_logins_total{method="password",outcome="success"}')).toBe(1);
+  });
+
   test('token grants are counted by type and outcome', () => {
     expect(sample(text, 'svc_token_grants_total{grant_type="authorization_code",outcome="success"}')).toBe(1);
     expect(sample(text, 'svc_token_grants_total{grant_type="refresh_token",outcome="success"}')).toBe(1);
