@@ -7,7 +7,7 @@ export interface Cidr {
 }
 
 /** The 16 bytes of an IPv6 address (as `isIPv6` accepts it, without a zone). */
-function ipv6Bytes(address: string): number[] {
+export function ipv6Bytes(address: string): number[] {
   const [head = '', tail] = address.split('::') as [string, string?];
   const groups = (part: string) => {
     if (part === '') return [];

@@ -3,6 +3,7 @@ import type { Server } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { cidrProblem, mappedIPv4, parseCidr } from '../config/cidr.js';
+import { createLogThrottle } from './log-throttle.js';
 import { parseProxyHeader, startsLikeProxyHeader, type ProxyHeader } from './proxy-protocol.js';
 
 export interface ProxyProtocolOptions {
@@ -18,6 +19,8 @@ export interface ProxyProtocolOptions {
 // A proxy writes the header together with, or right before, the client's first bytes.
 const HEADER_TIMEOUT_MS = 5_000;
 const FIRST_BYTES_TIMEOUT_MS = 30_000;
+// A peer refused on every connection would otherwise write a warning per connection.
+const WARNING_INTERVAL_MS = 60_000;
 
 /**
  * The source a connection's PROXY header named: a ProxyHeader source, or null for "keep the
@@ -74,11 +77,19 @@ export async function listenWithProxyProtocol(
   const firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? FIRST_BYTES_TIMEOUT_MS;
   const log = options.logger;
   const pending = new Set<Socket>();
+  const warnings = createLogThrottle({ intervalMs: WARNING_INTERVAL_MS });
 
   const refuse = (socket: Socket, peer: string, reason: string, quiet = false) => {
-    if (quiet) log?.debug({ peer, reason }, 'connection closed before its PROXY header');
-    else log?.warn({ peer, reason }, 'connection refused: PROXY protocol');
     socket.destroy();
+    if (!log) return;
+    if (quiet) return log.debug({ peer, reason }, 'connection closed before its PROXY header');
+    const admitted = warnings.admit(peer);
+    if (!admitted) return;
+    const { suppressed, untracked } = admitted;
+    log.warn(
+      { peer, reason, ...(suppressed > 0 && { suppressed }), ...(untracked && { untracked }) },
+      'connection refused: PROXY protocol',
+    );
   };
   const handOver = (socket: Screened, source: ProxyHeader['source'] | null, rest: Buffer) => {
     pending.delete(socket);

@@ -204,9 +204,32 @@ describe('PROXY protocol v1', () => {
       'PROXY TCP4 1.2.3.4 10.0.0.1 1 443\n', // LF without CR
       'PROXY TCP4 1.2.3.4\x00 10.0.0.1 1 443\r\n',
       'PROXY UNKNOWN \x01\r\n',
+      'PROXY TCP6 fe80::1%eth0 ::1 4444 443\r\n', // a zone index: section 2.1 has plain addresses
+      'PROXY TCP6 2001:db8::7 fe80::1%1 4444 443\r\n',
     ]) {
       expect([text, parseProxyHeader(line(text)).state]).toEqual([text, 'invalid']);
     }
+  });
+
+  test('a TCP6 source reads as v2 would give it, in RFC 5952 form, however the proxy spelled it', () => {
+    expect(complete(parseProxyHeader(line('PROXY TCP6 2001:0DB8:0:0:0:0:0:7 ::1 1 2\r\n'))).source).toEqual({
+      address: '2001:db8::7',
+      port: 1,
+      family: 'IPv6',
+    });
+    fc.assert(
+      fc.property(fc.ipV6(), (address) => {
+        const parsed = complete(parseProxyHeader(line(`PROXY TCP6 ${address} ::1 1 2\r\n`)));
+        // WHATWG URL serializes IPv6 hosts the RFC 5952 way, but writes IPv4-mapped ones in hex.
+        const hex = new URL(`http://[${address}]`).hostname.slice(1, -1);
+        const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(hex);
+        const expected = mapped
+          ? `::ffff:${[mapped[1]!, mapped[2]!].flatMap((g) => [parseInt(g, 16) >> 8, parseInt(g, 16) & 0xff]).join('.')}`
+          : hex;
+        expect(parsed.source!.address).toBe(expected);
+      }),
+      runs,
+    );
   });
 
   test('a line without CRLF in its first 107 bytes is refused; a shorter one waits', () => {

@@ -1,4 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net';
+import { ipv6Bytes } from '../config/cidr.js';
 
 /**
  * The PROXY protocol header a TCP proxy sends before anything else on a connection
@@ -124,11 +125,15 @@ function parseV1(data: Buffer): ProxyParse {
   const isFamily = protocol === 'TCP4' ? isIPv4 : protocol === 'TCP6' ? isIPv6 : undefined;
   if (!isFamily) return invalid('v1: unknown protocol');
   if (!isFamily(source) || !isFamily(destination)) return invalid('v1: address does not match protocol');
+  // Section 2.1 carries plain addresses. Node's isIPv6 also takes a zone index (fe80::1%eth0),
+  // which names an interface of the proxy's host and would travel into logs and audit events.
+  if (source.includes('%') || destination.includes('%')) return invalid('v1: address with a zone index');
   for (const port of [sourcePort, destinationPort]) {
     if (!PORT.test(port) || Number(port) > 65535) return invalid('v1: bad port');
   }
   header.source = {
-    address: source.toLowerCase(),
+    // The text v2 would give for the same bytes, whatever spelling the proxy chose.
+    address: protocol === 'TCP4' ? source : formatIPv6(Buffer.from(ipv6Bytes(source))),
     port: Number(sourcePort),
     family: protocol === 'TCP4' ? 'IPv4' : 'IPv6',
   };

@@ -93,6 +93,10 @@ describe('PROXY protocol on a listener', () => {
     const addresses = rows.map((r) => r.client_address);
     expect(addresses).toContain('203.0.113.9');
     expect(addresses).not.toContain(PROXY);
+    const audited = lines.find(
+      (l) => l.audit && l.event === 'auth.login' && l.requestId === res.header('request-id'),
+    );
+    expect(audited).toMatchObject({ outcome: 'failure', sourceAddress: '203.0.113.9' });
   });
 
   test('a client certificate reaches the controller through the header (TLS is end to end)', async () => {
@@ -145,6 +149,8 @@ describe('PROXY protocol on a listener', () => {
     const broken = proxyV2({ address: '203.0.113.11', port: 1 });
     broken[13] = 0x51; // address family 5
     expect(await handshakes(PROXY, [broken])).toBe(false);
+    // v1 carries plain addresses only: no zone index.
+    expect(await handshakes(PROXY, [Buffer.from('PROXY TCP6 fe80::1%eth0 ::1 1 443\r\n')])).toBe(false);
     expect(lines.some((l) => l.msg === 'connection refused: PROXY protocol' && l.peer === PROXY)).toBe(true);
   });
 
@@ -155,6 +161,15 @@ describe('PROXY protocol on a listener', () => {
     const res = await server.newClient({ localAddress: '127.0.0.3' }).get('/health/live');
     expect(res.status).toBe(200);
     expect(await loggedAddress(res.header('request-id'))).toBe('127.0.0.3');
+  });
+
+  test('a peer refused again and again is logged once, not once per connection', async () => {
+    const forged = () => [proxyV2({ address: '203.0.113.14', port: 1 })];
+    for (let i = 0; i < 10; i++) expect(await handshakes('127.0.0.4', forged())).toBe(false);
+    const refused = lines.filter(
+      (l) => l.msg === 'connection refused: PROXY protocol' && l.peer === '127.0.0.4',
+    );
+    expect(refused).toHaveLength(1);
   });
 
   test('a trusted peer that sends no header, or half of one, is closed after the header deadline', async () => {
@@ -212,4 +227,58 @@ describe('trustedFrom ranges are matched within their own address family', () =>
     expect(await handshakes(header())).toBe(true);
     expect(await handshakes([])).toBe(false);
   }, 180_000);
+});
+
+describe('a listener with proxyProtocol beside one without', () => {
+  let server: TestServer;
+  const lines: Record<string, any>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const urlOf = (name: string) => server.app.listeners.find((l) => l.name === name)!.urls[0]!;
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      logger,
+      overrides: (tree) => {
+        tree.web = [
+          {
+            name: 'proxied',
+            bindPoints: [{ interface: '127.0.0.1:0', address: '127.0.0.1:0' }],
+            apis: [{ binding: 'edge-client' }],
+            proxyProtocol: { trustedFrom: [PROXY] },
+          },
+          {
+            name: 'direct',
+            bindPoints: [{ interface: '127.0.0.9:0', address: '127.0.0.9:0' }],
+            apis: [{ binding: 'edge-client' }],
+          },
+        ];
+      },
+    });
+  }, 180_000);
+  afterAll(() => server.close());
+
+  /** GET /health/live from PROXY with `header` first; the logged client address, or 'closed'. */
+  async function servedAs(name: string, header: Buffer[]): Promise<string> {
+    const client = clientBehindHeader(urlOf(name), {
+      ca: server.ca,
+      localAddress: PROXY,
+      header: () => header,
+    });
+    const res = await client.get('/health/live').catch(() => undefined);
+    await client.close();
+    if (!res) return 'closed';
+    const id = res.header('request-id');
+    const line = await waitFor(() => lines.find((l) => l.msg === 'request' && l.requestId === id), {
+      what: `request log line of ${id}`,
+    });
+    return line.clientAddress;
+  }
+
+  test('only the listener with the setting reads the header; the other serves the peer as itself', async () => {
+    const header = [proxyV2({ address: '203.0.113.20', port: 1 })];
+    expect(await servedAs('proxied', header)).toBe('203.0.113.20');
+    expect(await servedAs('direct', [])).toBe(PROXY);
+    // To a listener without the setting a header is bytes that are not TLS: the handshake fails.
+    expect(await servedAs('direct', header)).toBe('closed');
+  });
 });

@@ -127,6 +127,13 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
   const settle = (requestIds: string[]) =>
     waitFor(() => requestIds.map(servedBy), { what: 'request log lines of every hop', timeout: 10_000 });
 
+  /** The audit events every replica has logged so far. */
+  const auditEvents = (): Record<string, any>[] =>
+    replicas
+      .flatMap((r) => r.output().split('\n'))
+      .filter((l) => l.includes('"audit":true'))
+      .map((l) => JSON.parse(l));
+
   beforeAll(async () => {
     const db = await createTestDatabaseUrl();
     dropDatabase = db!.drop;
@@ -286,14 +293,12 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
     for (let i = 1; i < order.length; i++) expect(order[i]).not.toBe(order[i - 1]);
     expect(new Set(order).size).toBe(3);
     expect(served.map((s) => s.clientAddress)).toEqual(Array(8).fill('127.0.0.5'));
-    // Audit events of these requests (the login's, at least, once the flows record them) name the
-    // client too, never the proxy.
-    const audited = replicas
-      .flatMap((r) => r.output().split('\n'))
-      .filter((l) => l.includes('"audit":true') && hops.some((id) => l.includes(`"requestId":"${id}"`)))
-      .map((l) => JSON.parse(l).sourceAddress)
-      .filter((address) => address !== undefined);
-    for (const address of audited) expect(address).toBe('127.0.0.5');
+    // Audit events of these requests (the login's at least) name the client too, never the proxy.
+    const audited = auditEvents().filter((e) => hops.includes(e.requestId));
+    expect(audited).toContainEqual(
+      expect.objectContaining({ event: 'auth.login', outcome: 'success', identityId: user.id }),
+    );
+    for (const e of audited) expect([e.event, e.sourceAddress]).toEqual([e.event, '127.0.0.5']);
   });
 
   test('a client certificate logs in through the proxy (TLS is end to end)', async () => {
@@ -361,6 +366,14 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
     // Counted per identity and client address in the database, whichever replica took the attempt.
     const counts = await failureCounts(user.id);
     expect(counts).toEqual({ '127.0.0.2': 3, '127.0.0.3': 1 });
+    // And audited under each client's own address.
+    const failedFrom = () =>
+      auditEvents()
+        .filter((e) => e.event === 'auth.login' && e.identityId === user.id && e.outcome === 'failure')
+        .map((e) => e.sourceAddress)
+        .sort();
+    await waitFor(() => failedFrom().length >= 4, { what: 'audit events of the four failures' });
+    expect(failedFrom()).toEqual(['127.0.0.2', '127.0.0.2', '127.0.0.2', '127.0.0.3']);
 
     // The hourly ceiling (100 per identity and address) reached by A: rather than 97 more Argon2
     // checks, the row says so. A is refused even with the right password; B still logs in.
