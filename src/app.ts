@@ -112,7 +112,7 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
     const served: ServedServer[] = [];
     const serving = { now: false };
     let closeMode = { keepIdleConnections: false, graceMs: 10_000 };
-    cleanups.unshift(() => {
+    const closeServers = () => {
       serving.now = false;
       return closeGracefully({
         servers: served,
@@ -121,7 +121,8 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
         logger,
         ...closeMode,
       });
-    });
+    };
+    cleanups.unshift(closeServers);
     const bound = new Map<string, BoundServer>();
     const switches = new Map<BoundServer, ServedServer['requests']>();
     for (const iface of new Set(config.listeners.flatMap((l) => l.interfaces))) {
@@ -153,7 +154,9 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       logger,
       metrics: metricsRecorder,
     });
-    cleanups.unshift(() => services.stop());
+    // After the servers: requests in flight still use the services, and a service slow to stop
+    // (a LISTEN connection to a database that does not answer) must not keep the ports accepting.
+    cleanups.splice(cleanups.indexOf(closeServers) + 1, 0, () => services.stop());
     const notReady = () => {
       if (!serving.now) return 'the listeners do not serve the application';
       if (services.oidc && !services.oidc.keysLoaded()) return 'the signing keys are not loaded';
