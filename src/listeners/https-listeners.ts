@@ -46,12 +46,20 @@ export async function listenHttps(
     keepAliveTimeout: 5000,
     requestTimeout: 30_000,
     headersTimeout: 20_000,
+    // Node enforces the two limits above only when it sweeps its connections (every 30 s by
+    // default), so a stalled request could otherwise wait almost twice as long for its 408.
+    connectionsCheckingInterval: 2_000,
     handshakeTimeout: options.handshakeTimeoutMs,
   });
   server.on('request', options.onRequest);
   const { host, port } = splitHostPort(iface);
   if (options.proxyProtocol) {
-    const bound = await listenWithProxyProtocol(server, host, port, options.proxyProtocol);
+    // A peer that sends no PROXY header goes straight into its TLS handshake, so the silence
+    // before its first byte is bounded like the handshake itself.
+    const bound = await listenWithProxyProtocol(server, host, port, {
+      firstBytesTimeoutMs: options.handshakeTimeoutMs,
+      ...options.proxyProtocol,
+    });
     return { server, requested: iface, port: bound };
   }
   await new Promise<void>((resolve, reject) => {

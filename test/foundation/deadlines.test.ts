@@ -143,6 +143,25 @@ describe('connections that never finish', () => {
     await waitFor(() => closed, { timeout: 30_000, what: 'the server to close the silent connection' });
     socket.destroy();
   });
+
+  test('on a PROXY protocol listener, a silent peer that is no trusted proxy is closed at the handshake timeout', async () => {
+    const bound = await listenHttps('127.0.0.1:0', server.app.pki, {
+      onRequest: (_req, res) => res.end(),
+      handshakeTimeoutMs: 1_000,
+      proxyProtocol: { trustedFrom: ['10.0.0.0/8'] },
+    });
+    try {
+      const socket = tcpConnect({ host: '127.0.0.1', port: bound.port });
+      let closed = false;
+      socket.on('close', () => (closed = true));
+      socket.on('error', () => undefined);
+      // The listener's own wait for a first byte is 30 s; the handshake timeout is 1 s.
+      await waitFor(() => closed, { timeout: 10_000, what: 'the listener to close the silent connection' });
+      socket.destroy();
+    } finally {
+      await new Promise((r) => bound.server.close(r));
+    }
+  });
 });
 
 /** A request whose body is still arriving: the server has it in hand (100 Continue) but cannot answer. */
