@@ -1,10 +1,12 @@
 // The single-page app: Authorization Code Flow with PKCE in the browser through oidc-client-ts
 // (its browser bundle defines the global `oidc`). Tokens stay in this tab's sessionStorage.
 /* global oidc */
+const { UserManager, WebStorageStateStore } = oidc;
 const config = await (await fetch('/config.json')).json();
 const $ = (id) => document.getElementById(id);
 
-const manager = new oidc.UserManager({
+// docs/integrating.md shows these settings word for word (test/delivery/integration-snippets.test.ts).
+const manager = new UserManager({
   authority: config.authority,
   client_id: config.clientId,
   redirect_uri: `${location.origin}/auth/callback`,
@@ -14,8 +16,9 @@ const manager = new oidc.UserManager({
   scope: 'openid offline_access',
   // Reads the name from /oidc/userinfo: a cross-origin call with the access token.
   loadUserInfo: true,
+  // Renews only when the app calls signinSilent, which then uses the refresh token.
   automaticSilentRenew: false,
-  userStore: new oidc.WebStorageStateStore({ store: sessionStorage }),
+  userStore: new WebStorageStateStore({ store: sessionStorage }),
 });
 
 function status(text) {
