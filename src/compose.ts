@@ -296,9 +296,7 @@ export async function compose(deps: ComposeDeps) {
     /** The edge API routers; absent without an `edge` section. */
     routers,
     async stop() {
-      stopJanitor();
-      oidcPart?.oidc.stop();
-      await services.revocationState.stop();
+      await Promise.all([stopJanitor(), oidcPart?.oidc.stop(), services.revocationState.stop()]);
     },
   };
 }

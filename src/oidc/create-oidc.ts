@@ -215,9 +215,9 @@ export async function createOidc(deps: OidcDeps) {
     },
     /** The `/oidc` middleware: `ours` (login, userinfo, end_session routes) first, then the provider. */
     middleware: (ours: Middleware): Middleware => createOidcDispatch(registry, ours),
-    stop(): void {
+    async stop(): Promise<void> {
       watcher.stop();
-      stopJanitor();
+      await stopJanitor();
     },
   };
 }

@@ -8,9 +8,9 @@ import { drainExpired, runJanitor } from '../services/janitor.js';
 const EXPIRED_MARGIN_MS = 5 * 60_000;
 
 /** One pass: every oidc-provider row expired for longer than the margin at `now`. */
-export function deleteExpiredOidcPayloads(knex: Knex, now: Date): Promise<number> {
+export function deleteExpiredOidcPayloads(knex: Knex, now: Date, signal?: AbortSignal): Promise<number> {
   const before = new Date(now.getTime() - EXPIRED_MARGIN_MS);
-  return drainExpired((limit) => oidcPayloadsRepository.deleteExpired(knex, before, limit));
+  return drainExpired((limit) => oidcPayloadsRepository.deleteExpired(knex, before, limit), signal);
 }
 
 /**
@@ -18,6 +18,11 @@ export function deleteExpiredOidcPayloads(knex: Knex, now: Date): Promise<number
  * time, removes every model instance that has expired: interactions, codes, refresh tokens,
  * sessions, grants.
  */
-export function startOidcJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => void {
-  return runJanitor(() => deleteExpiredOidcPayloads(knex, new Date()), lock, logger, 'oidc payloads');
+export function startOidcJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => Promise<void> {
+  return runJanitor(
+    (signal) => deleteExpiredOidcPayloads(knex, new Date(), signal),
+    lock,
+    logger,
+    'oidc payloads',
+  );
 }

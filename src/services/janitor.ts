@@ -17,11 +17,15 @@ const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolv
 
 /**
  * Deletes batch after batch until one comes back short, so a pass empties the table of expired
- * rows however fast anonymous clients create them; bounded, and yielding between batches.
+ * rows however fast anonymous clients create them; bounded, yielding between batches, and ending
+ * early once `signal` is aborted (the process is stopping).
  */
-export async function drainExpired(deleteBatch: (limit: number) => Promise<number>): Promise<number> {
+export async function drainExpired(
+  deleteBatch: (limit: number) => Promise<number>,
+  signal?: AbortSignal,
+): Promise<number> {
   let total = 0;
-  for (let i = 0; i < JANITOR_MAX_BATCHES; i++) {
+  for (let i = 0; i < JANITOR_MAX_BATCHES && !signal?.aborted; i++) {
     const n = await deleteBatch(JANITOR_BATCH);
     total += n;
     if (n < JANITOR_BATCH) break;
@@ -38,42 +42,59 @@ export function janitorPass<T>(lock: InstanceLock, pass: () => Promise<T>) {
   return ifInstanceLockFree(lock, pass);
 }
 
-/** Runs `pass` every minute under `lock`, never two at once; a failure is logged and the next minute retries. */
+/**
+ * Runs `pass` every minute under `lock`, never two at once; a failure is logged and the next
+ * minute retries. The returned stop ends a pass in progress after its current batch and resolves
+ * once it has ended, so that the pool is never closed under a running pass.
+ */
 export function runJanitor(
-  pass: () => Promise<unknown>,
+  pass: (signal: AbortSignal) => Promise<unknown>,
   lock: InstanceLock,
   logger: Logger,
   what: string,
-): () => void {
-  let running = false;
+  everyMs = EVERY_MS,
+): () => Promise<void> {
+  const stopping = new AbortController();
+  let running: Promise<void> | undefined;
   const timer = setInterval(() => {
     if (running) return;
-    running = true;
-    janitorPass(lock, pass)
-      .catch((err: unknown) => logger.warn({ err }, `clean-up of ${what} failed`))
-      .finally(() => (running = false));
-  }, EVERY_MS);
+    running = janitorPass(lock, () => pass(stopping.signal))
+      .then(
+        () => undefined,
+        (err: unknown) => void logger.warn({ err }, `clean-up of ${what} failed`),
+      )
+      .finally(() => (running = undefined));
+  }, everyMs);
   timer.unref();
-  return () => clearInterval(timer);
+  return async () => {
+    clearInterval(timer);
+    stopping.abort();
+    await running;
+  };
 }
 
 /** Deletes expired API sessions, revocations and ended failure windows, one instance at a time. */
-export function startJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => void {
-  return runJanitor(() => deleteExpiredRows(knex, new Date()), lock, logger, 'expired rows');
+export function startJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => Promise<void> {
+  return runJanitor((signal) => deleteExpiredRows(knex, new Date(), signal), lock, logger, 'expired rows');
 }
 
 /** One janitor pass (without the lock). */
 export async function deleteExpiredRows(
   knex: Knex,
   now: Date,
+  signal?: AbortSignal,
 ): Promise<{ sessions: number; revocations: number; loginWindows: number; totpWindows: number }> {
   const totpBefore = new Date(now.getTime() - TOTP_FAILURE_WINDOW_MS);
   return {
-    sessions: await drainExpired((limit) => apiSessionsRepository.deleteExpired(knex, now, limit)),
-    revocations: await drainExpired((limit) => revocationsRepository.deleteExpired(knex, now, limit)),
-    loginWindows: await drainExpired((limit) => loginFailuresRepository.deleteStaleWindows(knex, now, limit)),
-    totpWindows: await drainExpired((limit) =>
-      mfaTotpFailuresRepository.deleteEndedWindows(knex, totpBefore, limit),
+    sessions: await drainExpired((limit) => apiSessionsRepository.deleteExpired(knex, now, limit), signal),
+    revocations: await drainExpired((limit) => revocationsRepository.deleteExpired(knex, now, limit), signal),
+    loginWindows: await drainExpired(
+      (limit) => loginFailuresRepository.deleteStaleWindows(knex, now, limit),
+      signal,
+    ),
+    totpWindows: await drainExpired(
+      (limit) => mfaTotpFailuresRepository.deleteEndedWindows(knex, totpBefore, limit),
+      signal,
     ),
   };
 }
