@@ -20,7 +20,7 @@ import { listenHttps, splitHostPort, withBoundPort, type BoundServer } from './l
 import { createRequestSwitch } from './listeners/request-switch.js';
 import { unavailableApp } from './listeners/unavailable-app.js';
 import { createResponseDeadline } from './listeners/response-deadline.js';
-import { closeGracefully, type ServedServer } from './listeners/graceful-close.js';
+import { closeGracefully, type GracefulCloseOptions, type ServedServer } from './listeners/graceful-close.js';
 import { healthRoutes } from './routes/health-routes.js';
 import { wellKnownRoutes } from './routes/well-known-routes.js';
 import { metricsRoutes } from './routes/metrics-routes.js';
@@ -57,6 +57,21 @@ export interface App {
 /** What shutdown leaves of its grace period for stopping the services and the pool. */
 const CLEANUP_RESERVE_MS = 1000;
 
+type CloseMode = Pick<GracefulCloseOptions, 'keepIdleConnections' | 'graceMs'>;
+
+/** Runs every step, each after the one before, even when one fails; rethrows the first failure. */
+async function inOrder(steps: (() => unknown)[]): Promise<void> {
+  let failed: { err: unknown } | undefined;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (err) {
+      failed ??= { err };
+    }
+  }
+  if (failed) throw failed.err;
+}
+
 function certificateHosts(config: Config): string[] {
   const hosts = config.listeners.flatMap((l) => l.addresses.map((a) => splitHostPort(a).host));
   return [...hosts, 'localhost', '127.0.0.1'];
@@ -76,15 +91,25 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
   const unlock = config.databaseUrl ? () => undefined : lockDataDir(config.dataDir);
   const database = databaseFor(config);
   const { knex } = database;
-  const metricsRecorder = createMetricsRegistry();
-  metricsRecorder.watchDatabase(knex);
-  // Run in order: servers, services, the pool, and only then the data-directory lock.
-  // PGlite's files are tightened again once it has closed them: it creates some readable by all.
-  const cleanups: (() => Promise<void> | void)[] = [
-    () => knex.destroy(),
-    () => void tightenTree(config.dataDir),
-    unlock,
-  ];
+  const metrics = createMetricsRegistry();
+  metrics.watchDatabase(knex);
+  let closeServers: ((mode: CloseMode) => Promise<void>) | undefined;
+  let services: Services | undefined;
+  /**
+   * Stops what has started, in this order: the servers first (requests in flight still use the
+   * services, and a service slow to stop, such as a LISTEN connection to a database that does not
+   * answer, must not keep the ports accepting), then the services, the pool, and only then the
+   * data-directory lock. PGlite's files are tightened again once it has closed them: it creates
+   * some readable by all.
+   */
+  const stopAll = (mode: CloseMode) =>
+    inOrder([
+      () => closeServers?.(mode),
+      () => services?.stop(),
+      () => knex.destroy(),
+      () => void tightenTree(config.dataDir),
+      unlock,
+    ]);
   try {
     const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
@@ -108,34 +133,35 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
     // From the moment a port is bound every request gets an answer: 503 "starting" until the
     // application is swapped in below, 503 "stopping" once shutdown has begun.
     const deadline = createResponseDeadline(config.server.responseDeadline);
-    const starting = unavailableApp('starting', logger).callback();
     const served: ServedServer[] = [];
     const serving = { now: false };
-    let closeMode = { keepIdleConnections: false, graceMs: 10_000 };
-    const closeServers = () => {
+    closeServers = (mode) => {
       serving.now = false;
-      return closeGracefully({
-        servers: served,
-        stopping: unavailableApp('stopping', logger).callback(),
-        expirePending: deadline.expireAll,
-        logger,
-        ...closeMode,
-      });
+      return closeGracefully({ servers: served, expirePending: deadline.expireAll, logger, ...mode });
     };
-    cleanups.unshift(closeServers);
+    const frameOf = (spec: ListenerSpec) => ({
+      logger,
+      metrics,
+      corsOriginAllowed: corsOriginMatcher(redirectPatternsFor(config, spec), config.corsOrigins),
+    });
+    // Interfaces are unique across listeners (load-config.ts), so each server has one listener.
     const bound = new Map<string, BoundServer>();
     const switches = new Map<BoundServer, ServedServer['requests']>();
-    for (const iface of new Set(config.listeners.flatMap((l) => l.interfaces))) {
-      const requests = createRequestSwitch(starting);
-      const proxied = config.listeners.find((l) => l.interfaces.includes(iface))?.proxyProtocol;
-      const server = await listenHttps(iface, pki, {
-        onRequest: requests.handle,
-        handshakeTimeoutMs: config.server.tlsHandshakeTimeout * 1000,
-        proxyProtocol: proxied && { ...proxied, logger },
+    for (const configured of config.listeners) {
+      const requests = createRequestSwitch({
+        starting: unavailableApp('starting', configured, frameOf(configured)).callback(),
+        stopping: unavailableApp('stopping', configured, frameOf(configured)).callback(),
       });
-      served.push({ server: server.server, requests });
-      switches.set(server, requests);
-      bound.set(iface, server);
+      for (const iface of configured.interfaces) {
+        const server = await listenHttps(iface, pki, {
+          onRequest: requests.handle,
+          handshakeTimeoutMs: config.server.tlsHandshakeTimeout * 1000,
+          proxyProtocol: configured.proxyProtocol && { ...configured.proxyProtocol, logger },
+        });
+        served.push({ server: server.server, requests });
+        switches.set(server, requests);
+        bound.set(iface, server);
+      }
     }
     logger.info({ interfaces: [...bound.keys()] }, 'listeners bound; answering 503 until started');
     // The configuration stays as loaded: the resolved addresses travel in new listener specs.
@@ -145,35 +171,30 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       return { name: spec.name, spec, urls: spec.addresses.map((a) => `https://${a}`), servers };
     });
 
-    const services = await compose({
+    services = await compose({
       config,
       listeners: listeners.map((l) => l.spec),
       database,
       box,
       pki,
       logger,
-      metrics: metricsRecorder,
+      metrics,
     });
-    // After the servers: requests in flight still use the services, and a service slow to stop
-    // (a LISTEN connection to a database that does not answer) must not keep the ports accepting.
-    cleanups.splice(cleanups.indexOf(closeServers) + 1, 0, () => services.stop());
     const notReady = () => {
       if (!serving.now) return 'the listeners do not serve the application';
-      if (services.oidc && !services.oidc.keysLoaded()) return 'the signing keys are not loaded';
+      if (services?.oidc && !services.oidc.keysLoaded()) return 'the signing keys are not loaded';
       return undefined;
     };
     const common: Router[] = [healthRoutes(knex, notReady), wellKnownRoutes(pki)];
-    const metrics = metricsRoutes(metricsRecorder);
+    const metricsEndpoint = metricsRoutes(metrics);
     for (const { spec, servers } of listeners) {
       const app = buildKoaApp(
         spec,
-        { common, ...services.routers, metrics, metricsRecorder },
-        logger,
-        corsOriginMatcher(redirectPatternsFor(config, spec), config.corsOrigins),
-        deadline.middleware,
+        { common, ...services.routers, metricsEndpoint },
+        { ...frameOf(spec), responseDeadline: deadline.middleware },
       );
       const handler = app.callback();
-      for (const s of servers) switches.get(s)!.use(handler);
+      for (const s of servers) switches.get(s)!.serve(handler);
     }
     serving.now = true;
     logger.info(
@@ -182,20 +203,15 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
     );
 
     let closing: Promise<void> | undefined;
-    const close = () =>
-      (closing ??= (async () => {
-        for (const cleanup of cleanups) await cleanup();
-      })());
-    const shutdown = () => {
-      closeMode = {
+    const close = () => (closing ??= stopAll({ keepIdleConnections: false, graceMs: 10_000 }));
+    const shutdown = () =>
+      (closing ??= stopAll({
         keepIdleConnections: true,
         graceMs: Math.max(500, config.server.shutdownGracePeriod * 1000 - CLEANUP_RESERVE_MS),
-      };
-      return close();
-    };
+      }));
     return { config, knex, database, pki, services, listeners, admin, logger, close, shutdown };
   } catch (err) {
-    for (const cleanup of cleanups) await Promise.resolve(cleanup()).catch(() => undefined);
+    await stopAll({ keepIdleConnections: false, graceMs: 10_000 }).catch(() => undefined);
     throw err;
   }
 }

@@ -1,7 +1,12 @@
 import { ConfigError, loadConfig } from './config/load-config.js';
-import { createApp } from './app.js';
+import { createApp, type App } from './app.js';
 
-/** `npm start` and `svc controller run`: load config, start, stop cleanly on SIGTERM/SIGINT. */
+/**
+ * `npm start` and `svc controller run`: load config, start, stop cleanly on SIGTERM/SIGINT. A
+ * signal during start-up is held until the start has finished (its ports answer 503 "starting"
+ * meanwhile), then the controller stops as it would once running: nothing is cut off and the data
+ * directory is left unlocked. The exit still comes within the grace period, counted from the signal.
+ */
 export async function runController(): Promise<void> {
   let config;
   try {
@@ -13,7 +18,42 @@ export async function runController(): Promise<void> {
     }
     throw err;
   }
+  const graceSeconds = config.server.shutdownGracePeriod;
+  const started: { app?: App } = {};
+  let signalled: string | undefined;
+  const stop = (running: App, signal: string) => {
+    running.logger.info(
+      { signal, gracePeriodSeconds: graceSeconds },
+      'stopping: finishing in-flight requests',
+    );
+    running.shutdown().then(
+      () => {
+        running.logger.info('stopped');
+        process.exit(0);
+      },
+      (err) => {
+        running.logger.error({ err }, 'unclean stop');
+        process.exit(1);
+      },
+    );
+  };
+  const onSignal = (signal: string) => {
+    if (signalled) return;
+    signalled = signal;
+    // The exit is promised within the grace period, whatever a stuck start or cleanup does.
+    setTimeout(() => {
+      if (started.app)
+        started.app.logger.error({ gracePeriodSeconds: graceSeconds }, 'shutdown grace period over: exiting');
+      else process.stderr.write(`shutdown grace period (${graceSeconds} s) over during start-up: exiting\n`);
+      process.exit(1);
+    }, graceSeconds * 1000).unref();
+    if (started.app) stop(started.app, signal);
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+
   const app = await createApp(config);
+  started.app = app;
   if (app.admin.generatedPassword) {
     // Printed once, outside the structured log, so it does not linger in log storage.
     process.stdout.write(
@@ -21,28 +61,5 @@ export async function runController(): Promise<void> {
         `It is not shown again; set SVC_ADMIN_PASSWORD to choose it yourself.\n\n`,
     );
   }
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    const graceSeconds = app.config.server.shutdownGracePeriod;
-    app.logger.info({ signal, gracePeriodSeconds: graceSeconds }, 'stopping: finishing in-flight requests');
-    // The exit is promised within the grace period, whatever a stuck cleanup does.
-    setTimeout(() => {
-      app.logger.error({ gracePeriodSeconds: graceSeconds }, 'shutdown grace period over: exiting');
-      process.exit(1);
-    }, graceSeconds * 1000).unref();
-    app.shutdown().then(
-      () => {
-        app.logger.info('stopped');
-        process.exit(0);
-      },
-      (err) => {
-        app.logger.error({ err }, 'unclean stop');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  if (signalled) stop(app, signalled);
 }

@@ -16,37 +16,50 @@ export interface ListenerRouters {
   management?: Router;
   /** Everything under /oidc and the root discovery document. */
   oidc?: Koa.Middleware;
-  metrics?: Router;
-  metricsRecorder?: MetricsRegistry;
+  /** `GET /metrics`, on listeners with the `metrics` binding. */
+  metricsEndpoint?: Router;
 }
 
-/** The Koa app of one listener: only the API bindings it lists are reachable. */
-export function buildKoaApp(
-  spec: ListenerSpec,
-  routers: ListenerRouters,
-  logger: Logger,
-  corsOriginAllowed: (origin: string) => boolean = () => false,
+/** What every listener's app is built with, besides its routers. */
+export interface ListenerAppOptions {
+  logger: Logger;
+  /** Records every request into the HTTP series. */
+  metrics?: MetricsRegistry;
+  /** Origins allowed cross-origin on this listener (cors.ts); none by default. */
+  corsOriginAllowed?: (origin: string) => boolean;
   /** Answers 503 for a request its handler has not answered in time (response-deadline.ts). */
-  responseDeadline?: Koa.Middleware,
-): Koa {
-  const app = new Koa();
+  responseDeadline?: Koa.Middleware;
+}
+
+/**
+ * The middleware every app of a listener starts with, the application and the 503 "starting" and
+ * "stopping" answers alike: request id and log line, HTTP metrics, the error envelope, security
+ * headers and CORS, so that a browser client sees a 503 as a 503 and every answer is counted.
+ */
+export function listenerFrame(app: Koa, spec: ListenerSpec, options: ListenerAppOptions): Koa {
   app.silent = true;
-  app.use(requestContext(logger.child({ listener: spec.name })));
+  app.use(requestContext(options.logger.child({ listener: spec.name })));
   // Whatever depends on the address the client used (the OIDC issuer) chooses among this
   // listener's addresses only: a Host naming another listener must not reach its issuer.
   app.use((ctx, next) => {
     ctx.state.listener = spec;
     return next();
   });
-  if (routers.metricsRecorder) app.use(httpMetrics(routers.metricsRecorder, spec.name));
+  if (options.metrics) app.use(httpMetrics(options.metrics, spec.name));
   app.use(errorHandler);
   app.use(securityHeaders);
-  app.use(cors(corsOriginAllowed));
-  if (responseDeadline) app.use(responseDeadline);
+  app.use(cors(options.corsOriginAllowed ?? (() => false)));
+  return app;
+}
+
+/** The Koa app of one listener: only the API bindings it lists are reachable. */
+export function buildKoaApp(spec: ListenerSpec, routers: ListenerRouters, options: ListenerAppOptions): Koa {
+  const app = listenerFrame(new Koa(), spec, options);
+  if (options.responseDeadline) app.use(options.responseDeadline);
   const mounted: Router[] = [...routers.common];
   if (routers.client && spec.apis.has('edge-client')) mounted.push(routers.client);
   if (routers.management && spec.apis.has('edge-management')) mounted.push(routers.management);
-  if (routers.metrics && spec.apis.has('metrics')) mounted.push(routers.metrics);
+  if (routers.metricsEndpoint && spec.apis.has('metrics')) mounted.push(routers.metricsEndpoint);
   for (const router of mounted) {
     app.use(router.routes());
     app.use(router.allowedMethods({ throw: true }));

@@ -1,6 +1,6 @@
 import type { Server } from 'node:https';
 import type { Logger } from 'pino';
-import type { RequestHandler, RequestSwitch } from './request-switch.js';
+import type { RequestSwitch } from './request-switch.js';
 
 export interface ServedServer {
   server: Server;
@@ -9,8 +9,6 @@ export interface ServedServer {
 
 export interface GracefulCloseOptions {
   servers: readonly ServedServer[];
-  /** Answers requests that arrive from now on (on connections that were already open). */
-  stopping: RequestHandler;
   /** Answers every request still waiting (the response deadline's `expireAll`). */
   expirePending: () => void;
   /** How long requests in flight may take; then they are answered 503 and connections dropped. */
@@ -36,10 +34,8 @@ const sleep = (ms: number) =>
  */
 export async function closeGracefully(options: GracefulCloseOptions): Promise<void> {
   const { servers, graceMs, logger } = options;
-  for (const { requests } of servers) {
-    requests.use(options.stopping);
-    requests.closeConnectionsAfterResponse();
-  }
+  // Requests that arrive from now on (on connections that were already open) get 503 "stopping".
+  for (const { requests } of servers) requests.stop();
   const closed = Promise.all(
     servers.map(
       ({ server }) =>

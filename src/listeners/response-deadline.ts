@@ -8,8 +8,9 @@ const EXPIRED = Symbol('expired');
  * A server-side deadline for every response. Node stops timing a request once it has been read
  * (`requestTimeout`), so a lost promise or a database call that never returns would otherwise
  * hold the client for as long as it cares to wait. At the deadline the request is answered 503
- * with `Retry-After` and logged with its request id; whatever the handler does afterwards is
- * dropped (Koa ignores header and status changes once the response is sent).
+ * with `Retry-After` and logged with its request id; the answer the handler gives afterwards is
+ * dropped (Koa ignores header and status changes once the response is sent), though the work it
+ * did to get there, such as a login's writes, stands.
  */
 export function createResponseDeadline(seconds: number) {
   const pending = new Set<() => void>();

@@ -1,9 +1,7 @@
 import Koa from 'koa';
-import type { Logger } from 'pino';
+import type { ListenerSpec } from '../config/web-listeners.js';
 import { AppError } from '../errors/app-error.js';
-import { requestContext } from '../middleware/request-context.js';
-import { errorHandler } from '../middleware/error-handler.js';
-import { securityHeaders } from '../middleware/security-headers.js';
+import { listenerFrame, type ListenerAppOptions } from './build-koa-app.js';
 
 const MESSAGES = {
   starting: 'the service is starting; retry in a moment',
@@ -16,13 +14,15 @@ const MESSAGES = {
  * Every request gets an immediate 503 with `Retry-After` (RFC 9110 §15.6.4) in the error
  * envelope, except `/health/live`: the process runs, and a restart would not help.
  */
-export function unavailableApp(phase: keyof typeof MESSAGES, logger: Logger): Koa {
-  const app = new Koa();
-  app.silent = true;
-  app.use(requestContext(logger.child({ phase })));
-  app.use(errorHandler);
-  app.use(securityHeaders);
+export function unavailableApp(
+  phase: keyof typeof MESSAGES,
+  spec: ListenerSpec,
+  options: ListenerAppOptions,
+): Koa {
+  const app = listenerFrame(new Koa(), spec, { ...options, logger: options.logger.child({ phase }) });
   app.use((ctx) => {
+    // The route label of these answers in the HTTP series.
+    ctx.state.routeTemplate = phase;
     if (ctx.path === '/health/live' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
       ctx.body = { status: 'ok' };
       return;

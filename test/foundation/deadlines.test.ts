@@ -68,7 +68,7 @@ describe('the response deadline', () => {
       apis: new Map(),
     };
     const deadline = createResponseDeadline(server.app.config.server.responseDeadline);
-    const app = buildKoaApp(spec, { common: [router] }, logger, undefined, deadline.middleware);
+    const app = buildKoaApp(spec, { common: [router] }, { logger, responseDeadline: deadline.middleware });
     const bound = await listenHttps('127.0.0.1:0', server.app.pki, {
       onRequest: app.callback(),
       handshakeTimeoutMs: 10_000,

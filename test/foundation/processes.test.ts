@@ -72,6 +72,22 @@ describe('the controller process', () => {
     expect(c.output()).toContain('stopping: finishing in-flight requests');
   });
 
+  test('SIGTERM during start-up: the start completes, then the controller stops cleanly and frees its data directory', async () => {
+    const dataDir = tempDir();
+    const c = await start({ SVC_DATA_DIR: dataDir });
+    await waitFor(() => c.output().includes('listeners bound'), {
+      timeout: 180_000,
+      what: 'the ports to be bound',
+    });
+    c.child.kill('SIGTERM');
+    expect(await c.exited).toBe(0);
+    expect(c.output()).toContain('stopping: finishing in-flight requests');
+    expect(c.output()).toContain('"msg":"stopped"');
+    // The data-directory lock went with the clean stop: the next start on it succeeds.
+    const next = await start({ SVC_DATA_DIR: dataDir });
+    await waitListening(next);
+  });
+
   test('a second process on the same embedded database is refused with a clear message', async () => {
     const dataDir = tempDir();
     const first = await start({ SVC_DATA_DIR: dataDir });

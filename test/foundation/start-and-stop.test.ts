@@ -37,7 +37,7 @@ const accepts = (port: number) =>
 function send(
   port: number,
   path: string,
-  options: { ca: string; agent?: Agent; method?: string; body?: string },
+  options: { ca: string; agent?: Agent; method?: string; body?: string; headers?: Record<string, string> },
 ) {
   return new Promise<Answer>((resolve, reject) => {
     const req = request(
@@ -48,7 +48,7 @@ function send(
         method: options.method ?? 'GET',
         ca: options.ca,
         agent: options.agent ?? false,
-        headers: options.body ? { 'content-type': 'application/json' } : {},
+        headers: { ...options.headers, ...(options.body && { 'content-type': 'application/json' }) },
         timeout: CLIENT_TIMEOUT_MS,
       },
       (res) => {
@@ -135,12 +135,18 @@ describe('a controller process from bind to exit', () => {
     const ca = c.ca();
     const keptAlive = new Agent({ keepAlive: true, maxSockets: 1 });
     const paths = ['/health/ready', '/health/live', '/.well-known/openid-configuration'];
+    // A single-page app on an allowed origin (a default localhost callback's) reads discovery.
+    const origin = 'http://localhost:4200';
     const answers: (Answer & { path: string })[] = [];
     for (let i = 0; ; i++) {
       if (c.child.exitCode !== null) throw new Error(`controller exited ${c.child.exitCode}: ${c.output()}`);
       const path = paths[i % paths.length]!;
       // Fresh connections and one kept-alive connection, which the application takes over.
-      const answer = await send(c.port, path, { ca, agent: i % 2 === 0 ? keptAlive : undefined });
+      const answer = await send(c.port, path, {
+        ca,
+        agent: i % 2 === 0 ? keptAlive : undefined,
+        headers: { origin },
+      });
       answers.push({ path, ...answer });
       if (path === '/health/ready' && answer.status === 200) break;
     }
@@ -163,8 +169,21 @@ describe('a controller process from bind to exit', () => {
         meta: { apiVersion: '1' },
       });
     }
+    // A browser app sees the 503 itself (CORS headers), not an opaque network error.
+    const discovery = starting.filter((a) => a.path === '/.well-known/openid-configuration');
+    for (const a of discovery) expect(a.headers['access-control-allow-origin']).toBe(origin);
     // The process runs: liveness never says otherwise.
     expect(answers.filter((a) => a.path === '/health/live').every((a) => a.status === 200)).toBe(true);
+    // The start-up answers are counted like every other, under the route label "starting".
+    const scrape = await send(c.port, '/metrics', { ca });
+    const counted = [
+      ...String(scrape.body).matchAll(
+        /^svc_http_requests_total\{[^}]*route="starting"[^}]*status="503"[^}]*\} (\d+)$/gm,
+      ),
+    ]
+      .map((m) => Number(m[1]))
+      .reduce((a, b) => a + b, 0);
+    expect(counted).toBe(starting.length);
     // Once ready, the application answers, on the connection opened during start-up too.
     const login = await send(c.port, `${MGMT}/authenticate?method=password`, {
       ca,
