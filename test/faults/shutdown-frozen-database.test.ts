@@ -1,22 +1,12 @@
 import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
-import { connect as tcpConnect } from 'node:net';
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { describeWithPostgres } from '../helpers/test-database.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { acceptsConnections } from '../helpers/accepts-connections.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 // A cluster of its own (initdb) and a controller migrating it: minutes on a loaded machine.
 jest.setTimeout(180_000);
-
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = tcpConnect({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 
 /**
  * The backend of the change feed's LISTEN connection is stopped (SIGSTOP), as a database host that
@@ -50,12 +40,12 @@ describeWithPostgres('SIGTERM while the database does not answer', () => {
       await db.end();
     }
     const port = Number(new URL(server.url).port);
-    expect(await accepts(port)).toBe(true);
+    expect(await acceptsConnections(port)).toBe(true);
 
     process.kill(frozen, 'SIGSTOP');
     let stopped = false;
     const shutdown = server.app.shutdown().then(() => (stopped = true));
-    await waitFor(async () => !(await accepts(port)), {
+    await waitFor(async () => !(await acceptsConnections(port)), {
       what: 'new connections to be refused while the LISTEN connection cannot be ended',
     });
     // The premise holds: the services still wait for their database.

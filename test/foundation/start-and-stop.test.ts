@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { mkdtempSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type TLSSocket } from 'node:tls';
 import { spawnController, type SpawnedController } from '../helpers/spawn-controller.js';
+import { acceptsConnections } from '../helpers/accepts-connections.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 // One controller process (tsx, migrations, PKI: minutes on a loaded machine) serves both tests:
@@ -22,16 +22,6 @@ interface Answer {
   headers: Record<string, string | string[] | undefined>;
   body: any;
 }
-
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = tcpConnect({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 
 /** One HTTPS request that gives up (rejects) when no answer comes within CLIENT_TIMEOUT_MS. */
 function send(
@@ -128,7 +118,7 @@ describe('a controller process from bind to exit', () => {
         // A start that fails is reported with its output (waitFor names the last error).
         if (c.child.exitCode !== null)
           throw new Error(`controller exited ${c.child.exitCode}: ${c.output()}`);
-        return accepts(c.port);
+        return acceptsConnections(c.port);
       },
       { timeout: 180_000, interval: 5, what: 'the port to accept a connection' },
     );
@@ -226,7 +216,7 @@ describe('a controller process from bind to exit', () => {
     });
     await waitFor(() => open.closed(), { what: 'the server to close that connection' });
 
-    await waitFor(async () => !(await accepts(c.port)), {
+    await waitFor(async () => !(await acceptsConnections(c.port)), {
       interval: 50,
       what: 'new connections to be refused',
     });
