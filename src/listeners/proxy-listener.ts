@@ -63,7 +63,7 @@ function trustList(cidrs: string[]): TrustList {
  * certificates still reach us). Connections from other addresses are handed over untouched unless
  * they start with a PROXY signature, which closes them. From then on the socket's
  * `remoteAddress`/`remotePort` are the client's, so that everything reading the client address
- * (Koa's `ctx.ip`: rate limits, lockout counting, logs) sees the real client.
+ * (Koa's `ctx.ip`: rate limits, lockout counting, logs, audit events) sees the real client.
  * Resolves with the bound port.
  */
 export async function listenWithProxyProtocol(
