@@ -68,7 +68,7 @@ const apiBinding = z.object({
 const PROXY_PROTOCOL_DESCRIPTION =
   'Addresses or CIDR ranges of TCP proxies (HAProxy send-proxy-v2, nginx stream proxy_protocol) ' +
   'whose connections must start with a PROXY protocol v2 or v1 header: the client address it ' +
-  'carries counts for rate limits, lockouts and logs. A connection from them without a valid ' +
+  'carries counts for rate limits, lockouts, logs and audit events. A connection from them without a valid ' +
   'header, and a header from any other address, is closed. IPv4 clients are matched against the IPv4 ' +
   'ranges only, IPv6 clients against the IPv6 ranges only; an IPv4-mapped range stands for its IPv4 range ' +
   '(::ffff:10.0.0.0/104 is 10.0.0.0/8) and is refused under /96. Unset or empty: no PROXY protocol.';

@@ -42,8 +42,9 @@ export async function closeGracefully(options: GracefulCloseOptions): Promise<vo
         new Promise<void>((resolve) => {
           if (!options.keepIdleConnections) return void server.close(() => resolve());
           // `close()` stops listening (through whatever accepts the connections: the server
-          // itself or a PROXY protocol front) and waits for the connections, but Node's HTTPS
-          // close first drops the idle kept-alive ones, through this very method.
+          // itself or a PROXY protocol front), stops the connection-checking timer and waits for
+          // the connections, but Node's HTTPS close first drops the idle kept-alive ones, through
+          // this very method.
           const closeIdle = server.closeIdleConnections;
           server.closeIdleConnections = () => undefined;
           try {
@@ -63,7 +64,4 @@ export async function closeGracefully(options: GracefulCloseOptions): Promise<vo
     await Promise.race([closed, sleep(flushMs)]);
     for (const { server } of servers) server.closeAllConnections();
   }
-  // Releases what the HTTPS server still holds (its connection-checking timer); a second close
-  // of a server that no longer listens does nothing else.
-  for (const { server } of servers) server.close();
 }

@@ -9,8 +9,11 @@ export interface ListenOptions {
   onRequest: RequestHandler;
   /** A client that has not finished the TLS handshake by then is dropped. */
   handshakeTimeoutMs: number;
-  /** Connections start with a PROXY protocol header (proxy-listener.ts). */
-  proxyProtocol?: ProxyProtocolOptions;
+  /**
+   * Connections start with a PROXY protocol header (proxy-listener.ts); a peer's silence before
+   * its first byte is bounded by `handshakeTimeoutMs`.
+   */
+  proxyProtocol?: Omit<ProxyProtocolOptions, 'firstBytesTimeoutMs'>;
 }
 
 export interface BoundServer {
@@ -57,8 +60,8 @@ export async function listenHttps(
     // A peer that sends no PROXY header goes straight into its TLS handshake, so the silence
     // before its first byte is bounded like the handshake itself.
     const bound = await listenWithProxyProtocol(server, host, port, {
-      firstBytesTimeoutMs: options.handshakeTimeoutMs,
       ...options.proxyProtocol,
+      firstBytesTimeoutMs: options.handshakeTimeoutMs,
     });
     return { server, requested: iface, port: bound };
   }

@@ -11,14 +11,13 @@ export interface ProxyProtocolOptions {
   trustedFrom: string[];
   /** How long a trusted peer may take to send its whole header. */
   headerTimeoutMs?: number;
-  /** How long any other peer may take to send its first bytes (the TLS ClientHello). */
-  firstBytesTimeoutMs?: number;
+  /** How long any other peer may take to send its first bytes (the ClientHello): the handshake timeout. */
+  firstBytesTimeoutMs: number;
   logger?: Logger;
 }
 
 // A proxy writes the header together with, or right before, the client's first bytes.
 const HEADER_TIMEOUT_MS = 5_000;
-const FIRST_BYTES_TIMEOUT_MS = 30_000;
 // A peer refused on every connection would otherwise write a warning per connection.
 const WARNING_INTERVAL_MS = 60_000;
 
@@ -63,7 +62,7 @@ function trustList(cidrs: string[]): TrustList {
  * certificates still reach us). Connections from other addresses are handed over untouched unless
  * they start with a PROXY signature, which closes them. From then on the socket's
  * `remoteAddress`/`remotePort` are the client's, so that everything reading the client address
- * (Koa's `ctx.ip`: rate limits, lockout counting, logs) sees the real client.
+ * (Koa's `ctx.ip`: rate limits, lockout counting, logs, audit events) sees the real client.
  * Resolves with the bound port.
  */
 export async function listenWithProxyProtocol(
@@ -74,7 +73,7 @@ export async function listenWithProxyProtocol(
 ): Promise<number> {
   const trusted = trustList(options.trustedFrom);
   const headerTimeoutMs = options.headerTimeoutMs ?? HEADER_TIMEOUT_MS;
-  const firstBytesTimeoutMs = options.firstBytesTimeoutMs ?? FIRST_BYTES_TIMEOUT_MS;
+  const { firstBytesTimeoutMs } = options;
   const log = options.logger;
   const pending = new Set<Socket>();
   const warnings = createLogThrottle({ intervalMs: WARNING_INTERVAL_MS });

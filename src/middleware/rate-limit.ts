@@ -2,6 +2,7 @@ import type { Context, Next } from 'koa';
 import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../errors/app-error.js';
 import { clientAddressKey } from '../services/auth/client-address-key.js';
+import { clientAddress } from './request-context.js';
 
 export interface RateLimitSettings {
   enabled: boolean;
@@ -57,7 +58,7 @@ export type RateLimiter = ReturnType<typeof createRateLimiter>;
 /** Edge-envelope form: 429 RATE_LIMITED with Retry-After. */
 export function rateLimit(limiter: RateLimiter) {
   return async function rateLimitMiddleware(ctx: Context, next: Next) {
-    const wait = await limiter.take(clientAddressKey(ctx.ip));
+    const wait = await limiter.take(clientAddressKey(clientAddress(ctx)));
     if (wait > 0) throw new AppError('RATE_LIMITED', { headers: { 'retry-after': String(wait) } });
     return next();
   };

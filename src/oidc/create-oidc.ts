@@ -214,7 +214,7 @@ export async function createOidc(deps: OidcDeps) {
       },
     },
     /** The `/oidc` middleware: `ours` (login, userinfo, end_session routes) first, then the provider. */
-    middleware: (ours: Middleware): Middleware => createOidcDispatch(registry, ours),
+    dispatch: (ours: Middleware): Middleware => createOidcDispatch(registry, ours),
     async stop(): Promise<void> {
       watcher.stop();
       await stopJanitor();

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
 import type { ListenerSpec } from '../config/web-listeners.js';
 import type { KeySet } from '../services/keys/key-service.js';
+import { OIDC_MOUNT } from './login-paths.js';
 import type { ResumeTarget } from './resume-in-process.js';
 
 /** One bind-point address serving OIDC: its issuer and URI patterns. */
@@ -25,7 +26,7 @@ export type ListenerAddresses = Pick<ListenerSpec, 'addresses'>;
 
 export type ProviderBuilder = (spec: IssuerSpec, issuer: string, keys: KeySet) => IssuerEntry;
 
-export const issuerOf = (address: string) => `https://${address}/oidc`;
+export const issuerOf = (address: string) => `https://${address}${OIDC_MOUNT}`;
 
 /** A Host header as `host:port`, lowercase; no port means 443 (we only speak HTTPS). */
 export function normaliseHost(host: string | undefined): string | undefined {

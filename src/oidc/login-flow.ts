@@ -14,6 +14,7 @@ import { CLIENT_ID } from './create-provider.js';
 import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
 import type { PrimaryMethod } from './login-paths.js';
 import { amrWithMfa, credentialName, type LoginState } from './login-state.js';
+import { issuerEntryOf } from './oidc-dispatch.js';
 import type { CompletedLogins } from './completed-logins.js';
 import type { LoginFacts } from './oidc-sessions.js';
 import { resumeInProcess } from './resume-in-process.js';
@@ -121,8 +122,8 @@ export function createLoginFlow(deps: LoginFlowDeps) {
   async function loadPendingLogin(ctx: Context, id: unknown): Promise<PendingLogin> {
     if (typeof id !== 'string' || id.length === 0 || id.length > 128)
       throw invalidRequest('no auth request id');
-    const current = deps.registry.pick(ctx.state.listener, ctx.req.headers.host);
-    if (!current) throw invalidRequest('no issuer');
+    // The issuer of this request's listener and Host, picked by the dispatcher (oidc-dispatch.ts).
+    const current = issuerEntryOf(ctx);
     const interaction = (await current.provider.Interaction.find(id)) as unknown as
       InteractionLike | undefined;
     if (!interaction) throw invalidRequest('unknown or expired auth request');

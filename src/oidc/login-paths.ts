@@ -1,4 +1,8 @@
-import { OIDC_MOUNT } from './resume-in-process.js';
+/**
+ * Where oidc-provider is mounted: its endpoints, the issuer URLs and our login routes are under
+ * it (oidc-dispatch.ts strips it before handing a request to the provider).
+ */
+export const OIDC_MOUNT = '/oidc';
 
 /** Everything of our OIDC login lives under the provider's mount (docs/architecture.md). */
 export const LOGIN_PREFIX = `${OIDC_MOUNT}/login`;

@@ -3,7 +3,8 @@ import type { Context, Middleware, Next } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { CLIENT_ID } from './create-provider.js';
 import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
-import { OIDC_MOUNT, withoutCookie } from './resume-in-process.js';
+import { OIDC_MOUNT } from './login-paths.js';
+import { withoutCookie } from './resume-in-process.js';
 
 const ROOT_DISCOVERY = '/.well-known/openid-configuration';
 /**

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context } from 'koa';
+import { OIDC_MOUNT } from './login-paths.js';
 
 /** What the in-process resume needs from the provider of the request's issuer. */
 export interface ResumeTarget {
@@ -13,8 +14,6 @@ export interface ResumeTarget {
   /** `provider.cookieName('session')`: never passed to the provider (see `withoutCookie`). */
   sessionCookieName: string;
 }
-
-export const OIDC_MOUNT = '/oidc';
 
 /** keygrip's signature of a signed cookie (`cookies` 0.9): HMAC-SHA1 over `name=value`, base64url. */
 export function signCookie(name: string, value: string, key: string): string {

@@ -45,7 +45,7 @@ export function oidcMiddleware(deps: RouteDeps): Middleware {
   oidcSessionRoutes(router, oidc, deps.principals);
   const routes = router.routes() as unknown as Middleware;
   const gate = oauthGate(deps);
-  return oidc.middleware((ctx, next) =>
+  return oidc.dispatch((ctx, next) =>
     isLoginPath(ctx.path) ? routes(ctx, next) : gate(ctx, () => routes(ctx, next)),
   );
 }

@@ -23,8 +23,8 @@ export interface LoginLockoutDeps {
 /** One password attempt, counted before its password is checked. */
 export interface LoginAttempt {
   identityId: string;
-  /** The key its hourly window is counted under (see `clientAddressKey`). */
-  clientAddress: string;
+  /** The key its hourly window is counted under (`clientAddressKey`: an IPv6 address by its /64). */
+  addressKey: string;
   /** This attempt's place in the run of consecutive failures (1 = first). */
   consecutive: number;
   inWindow: number;
@@ -41,16 +41,16 @@ export interface LoginAttempt {
 export function createLoginLockout({ knex, revocations, now = () => new Date() }: LoginLockoutDeps) {
   return {
     async begin(identityId: string, policy: AuthPolicy, remoteAddress: string): Promise<LoginAttempt> {
-      const clientAddress = clientAddressKey(remoteAddress);
-      const counts = await loginFailuresRepository.recordFailure(knex, identityId, clientAddress, now());
+      const addressKey = clientAddressKey(remoteAddress);
+      const counts = await loginFailuresRepository.recordFailure(knex, identityId, addressKey, now());
       const { maxAttempts } = policy.primary.updb;
       const refused =
         counts.inWindow > HOURLY_FAILURE_CEILING || (maxAttempts > 0 && counts.consecutive > maxAttempts);
-      return { identityId, clientAddress, ...counts, refused };
+      return { identityId, addressKey, ...counts, refused };
     },
 
     async succeed(attempt: LoginAttempt): Promise<void> {
-      await loginFailuresRepository.releaseSuccess(knex, attempt.identityId, attempt.clientAddress);
+      await loginFailuresRepository.releaseSuccess(knex, attempt.identityId, attempt.addressKey);
     },
 
     /**

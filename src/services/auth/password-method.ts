@@ -19,7 +19,10 @@ export interface PasswordMethodDeps {
 export interface PasswordAttempt {
   username: string;
   password: string;
-  /** The address of the connection it came from (never a proxy header): the hourly ceiling's key. */
+  /**
+   * Koa's `ctx.ip`: the TCP peer, or a trusted PROXY header's source; never an HTTP header. The
+   * hourly ceiling counts under its key (`clientAddressKey`).
+   */
   clientAddress: string;
 }
 
