@@ -57,6 +57,8 @@ export const hostPort = z
   .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be host:port')
   .refine((s) => Number(s.slice(s.lastIndexOf(':') + 1)) <= 65535, 'port must be at most 65535');
 
+// `health` is accepted so that configurations written for OpenZiti load; it changes nothing, as
+// every listener serves /health/* (build-koa-app.ts mounts the common routers everywhere).
 const apiBinding = z.object({
   binding: z.enum(['edge-client', 'edge-management', 'edge-oidc', 'health', 'metrics']),
   options: z
@@ -404,9 +406,12 @@ export const configSchema = z.object({
         'apis (edge-client, edge-management, edge-oidc, health, metrics). edge-oidc joins every ' +
         'listener that hosts edge-client, unless edge.api.disableOidcAutoBinding is true or some ' +
         'listener lists edge-oidc itself (as oidc-only does in config.example.yaml); its ' +
-        'options.redirectURIs / postLogoutURIs replace the default patterns for that listener. A ' +
-        'listener behind a TCP proxy sets proxyProtocol.trustedFrom (described under the default ' +
-        'listener).',
+        'options.redirectURIs / postLogoutURIs replace the default patterns for that listener. Every ' +
+        'listener serves /health/live, /health/ready and /.well-known/est/cacerts whatever its apis; ' +
+        'health is accepted (OpenZiti configurations list it) and has no further effect. /metrics ' +
+        '(unless metrics.enabled is false) is served by every listener unless some listener lists ' +
+        'metrics. A listener behind a TCP proxy sets proxyProtocol.trustedFrom (described under ' +
+        'the default listener).',
       unset: 'one listener on address',
       examples: [
         [

@@ -180,6 +180,28 @@ describe('docker-compose.yml, profile replicated', () => {
     ]);
     expect(haproxyCfg).not.toMatch(/mode http|ssl crt/);
   });
+
+  /**
+   * Connections go to a replica only while its /health/ready answers 200, asked over TLS after
+   * the PROXY header the replicas require: a TCP check passes as soon as the port is bound, while
+   * the replica still answers 503 (test/replicated/haproxy.test.ts shows the difference).
+   */
+  const expectReadinessCheck = (cfg: string) => {
+    expect(cfg).toMatch(/^\s*option httpchk$/m);
+    expect(cfg).toMatch(/^\s*http-check send meth GET uri \/health\/ready ver HTTP\/1\.1 hdr Host \S+$/m);
+    expect(cfg).toMatch(/^\s*http-check expect status 200$/m);
+    expect(cfg).toMatch(/^\s*default-server send-proxy-v2 check check-send-proxy check-ssl\b/m);
+  };
+
+  test('HAProxy sends connections to a replica only while it is ready', () => {
+    expectReadinessCheck(haproxyCfg);
+  });
+
+  test('the HAProxy configuration in docs/operations.md checks readiness the same way', () => {
+    const snippet = /```haproxy\n([\s\S]*?)```/.exec(read('docs/operations.md'))?.[1];
+    expect(snippet).toBeDefined();
+    expectReadinessCheck(snippet!);
+  });
 });
 
 describe('Dockerfile', () => {

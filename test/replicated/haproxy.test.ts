@@ -1,7 +1,8 @@
 // The replicated deployment, run for real: three controller processes on one PostgreSQL behind
 // the HAProxy binary in TCP mode (TLS passes through to the controllers) with `send-proxy-v2`,
-// round robin, one connection per request. Each process logs a line per request with its request
-// id and client address, which is how the test knows which replica served a hop and whom it saw.
+// round robin, one connection per request, and a readiness check over TLS. Each process logs a
+// line per request with its request id and client address, which is how the test knows which
+// replica served a hop and whom it saw.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ import {
   waitListening,
   type SpawnedController,
 } from '../helpers/spawn-controller.js';
+import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
 import { createTestDatabaseUrl, describeWithPostgres } from '../helpers/test-database.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -28,8 +30,12 @@ const HAPROXY = process.env.HAPROXY_BIN ?? '/usr/sbin/haproxy';
 const REDIRECT_URI = 'http://127.0.0.1:54321/auth/callback';
 const ADMIN_PASSWORD = 'admin-password-1';
 
-/** haproxy.cfg: TCP pass-through, round robin, PROXY v2 to every server, retry elsewhere on a refused connect. */
-function haproxyConfig(listen: number, servers: number[]): string {
+/**
+ * haproxy.cfg: TCP pass-through, round robin, PROXY v2 to every server, retry elsewhere on a
+ * refused connect; a server is in the rotation while GET /health/ready answers 200 over TLS
+ * (verified against the controllers' CA) after a PROXY header, as in deploy/haproxy/haproxy.cfg.
+ */
+function haproxyConfig(listen: number, servers: number[], caFile: string): string {
   return [
     'global',
     '  maxconn 256',
@@ -45,9 +51,13 @@ function haproxyConfig(listen: number, servers: number[]): string {
     '  default_backend controllers',
     'backend controllers',
     '  balance roundrobin',
+    '  option httpchk',
+    `  http-check send meth GET uri /health/ready ver HTTP/1.1 hdr Host 127.0.0.1:${listen}`,
+    '  http-check expect status 200',
     ...servers.map(
       (port, i) =>
-        `  server c${i + 1} 127.0.0.1:${port} send-proxy-v2 check check-send-proxy inter 1s fall 1 rise 2`,
+        `  server c${i + 1} 127.0.0.1:${port} send-proxy-v2 check check-send-proxy inter 1s fall 1 rise 2` +
+        ` check-ssl verify required ca-file ${caFile} verifyhost localhost`,
     ),
     '',
   ].join('\n');
@@ -67,6 +77,8 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
   const replicas: SpawnedController[] = [];
   let haproxy: ChildProcess;
   let haproxyOutput = '';
+  /** The third replica reaches PostgreSQL through this relay, so that it alone can lose it. */
+  let databaseRelay: TcpRelay | undefined;
   let dropDatabase: () => Promise<void> = async () => undefined;
   let databaseUrl = '';
   let base: string;
@@ -142,14 +154,19 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
     base = `https://127.0.0.1:${proxyPort}`;
     issuer = `${base}/oidc`;
     const ports = [await freePort(), await freePort(), await freePort()];
-    for (const port of ports) {
+    const direct = new URL(db!.url);
+    databaseRelay = await startTcpRelay(direct.hostname, Number(direct.port || 5432));
+    const relayed = new URL(db!.url);
+    relayed.hostname = '127.0.0.1';
+    relayed.port = String(databaseRelay.port);
+    for (const [i, port] of ports.entries()) {
       const dataDir = mkdtempSync(join(tmpdir(), 'svc-replica-'));
       dirs.push(dataDir);
       replicas.push(
         await spawnController(
           {
             SVC_DATA_DIR: dataDir,
-            DATABASE_URL: db!.url,
+            DATABASE_URL: i === 2 ? relayed.href : db!.url,
             // The issuer and the Host clients send are the proxy's address (ADR 0007).
             SVC_ADVERTISED_ADDRESS: `127.0.0.1:${proxyPort}`,
             SVC_PROXY_PROTOCOL_TRUSTED_FROM: '127.0.0.1/32',
@@ -166,7 +183,10 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
 
     const cfgDir = mkdtempSync(join(tmpdir(), 'svc-haproxy-'));
     dirs.push(cfgDir);
-    writeFileSync(join(cfgDir, 'haproxy.cfg'), haproxyConfig(proxyPort, ports));
+    writeFileSync(
+      join(cfgDir, 'haproxy.cfg'),
+      haproxyConfig(proxyPort, ports, join(dirs[0]!, 'pki', 'ca.pem')),
+    );
     haproxy = spawn(HAPROXY, ['-db', '-f', join(cfgDir, 'haproxy.cfg')], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -197,6 +217,7 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
       ...replicas.map((r) => r.exited),
       haproxy && new Promise((r) => haproxy.once('exit', r)),
     ]);
+    await databaseRelay?.close();
     await dropDatabase();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }, 60_000);
@@ -457,6 +478,57 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
       await stopped.exited;
     });
     for (let i = 0; i < 3; i++) await flow();
+  });
+
+  test('a replica that answers 503 on /health/ready gets no requests until it is ready again', async () => {
+    const unready = 2;
+    const others = [...replicas.keys()].filter((i) => i !== unready && replicas[i]!.child.exitCode === null);
+    const probe = viaProxy('127.0.0.8');
+    // From an untrusted address, without a PROXY header: the replica itself, not through HAProxy.
+    const itself = createHttpsClient(replicas[unready]!.url, { ca, localAddress: '127.0.0.9' });
+    /** Request ids of `n` readiness requests through the proxy, or false unless every one was 200. */
+    const allReady = async (n: number) => {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const res = await probe.get('/health/ready');
+        if (res.status !== 200) return false;
+        ids.push(res.header('request-id')!);
+      }
+      return ids;
+    };
+    try {
+      databaseRelay!.cut();
+      // Its port still accepts and completes TLS handshakes, which is all a TCP check would see.
+      const notReady = await waitFor(
+        async () => {
+          const res = await itself.get('/health/ready');
+          return res.status === 503 && res;
+        },
+        { what: 'the replica without its database to say it is not ready' },
+      );
+      expect(notReady.body).toEqual({ status: 'unavailable', reason: 'the database does not answer' });
+      // HAProxy's readiness check takes it out of the rotation; the others answer everything.
+      const ids = await waitFor(() => allReady(3 * (others.length + 1)), {
+        what: 'HAProxy to stop sending requests to the replica that is not ready',
+        timeout: 30_000,
+      });
+      const served = await settle(ids);
+      expect(new Set(served.map((s) => s.replica))).toEqual(new Set(others));
+    } finally {
+      databaseRelay!.restore();
+      await itself.close();
+    }
+    // With its database back it is ready again, and back in the rotation after two good checks.
+    const sent: string[] = [];
+    await waitFor(
+      async () => {
+        const res = await probe.get('/health/ready');
+        sent.push(res.header('request-id')!);
+        const output = replicas[unready]!.output();
+        return sent.some((id) => output.includes(`"requestId":"${id}"`));
+      },
+      { what: 'the replica to serve requests through HAProxy again', timeout: 30_000 },
+    );
   });
 
   async function withDatabase<T>(fn: (knex: Knex) => Promise<T>): Promise<T> {
