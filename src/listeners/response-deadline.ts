@@ -30,10 +30,9 @@ export function createResponseDeadline(seconds: number) {
       pending.delete(expire);
     }
     const log = ctx.state.log;
-    log?.error(
-      { method: ctx.method, path: ctx.path, deadlineSeconds: seconds },
-      'no response within the deadline: answered 503',
-    );
+    // The path the client asked for: an in-process resume or the /oidc dispatch rewrites ctx.path.
+    const path = ctx.originalUrl.split('?')[0];
+    log?.error({ path, deadlineSeconds: seconds }, 'no response within the deadline: answered 503');
     work.then(
       () => log?.warn('a request finished after its deadline; its answer was dropped'),
       (err: unknown) => log?.warn({ err }, 'a request failed after its deadline'),
@@ -47,12 +46,17 @@ export function createResponseDeadline(seconds: number) {
     for (const name of ctx.res.getHeaderNames())
       if (!kept.has(name) && name !== 'connection') ctx.res.removeHeader(name);
     ctx.respond = true;
+    const message = 'the service could not answer in time; retry in a moment';
+    if (ctx.state.oauthEndpoint) {
+      // OAuth clients read RFC 6749 bodies (§5.2); this is the error RFC 6749 §4.1.2.1 names.
+      ctx.status = 503;
+      ctx.set('Retry-After', '1');
+      ctx.body = { error: 'temporarily_unavailable', error_description: message };
+      return;
+    }
     sendError(
       ctx,
-      new AppError('SERVICE_UNAVAILABLE', {
-        message: 'the service could not answer in time; retry in a moment',
-        headers: { 'Retry-After': '1' },
-      }),
+      new AppError('SERVICE_UNAVAILABLE', { message, headers: { 'Retry-After': '1' } }),
       ctx.state.requestId ?? '',
     );
   };

@@ -22,7 +22,9 @@ export function corsAllowedPath(path: string): boolean {
 /**
  * CORS (@koa/cors) for the allowed origins on the allowed paths; preflights answered here. The
  * allowed origin is echoed, never `*`, and no credentials are allowed: the APIs take tokens in
- * headers, not cookies.
+ * headers, not cookies. oidc-provider adds its own headers to what it answers: any origin on the
+ * public documents (discovery, JWKS), which anyone may read anyway, and on token, userinfo and
+ * revocation only the origins this matcher allows (`clientBasedCORS` in oidc/create-provider.ts).
  */
 export function cors(originAllowed: (origin: string) => boolean): Middleware {
   return koaCors({

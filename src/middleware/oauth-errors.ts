@@ -18,6 +18,8 @@ const OAUTH_STATUSES = new Set([400, 401, 413, 415, 429]);
  * server errors and everything the provider answers itself pass through unchanged.
  */
 export async function oauthErrors(ctx: Context, next: Next): Promise<void> {
+  // The response deadline, which answers outside this middleware, answers in the OAuth form too.
+  ctx.state.oauthEndpoint = true;
   try {
     await next();
   } catch (err) {

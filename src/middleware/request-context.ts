@@ -1,15 +1,19 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
+import { mappedIPv4 } from '../config/cidr.js';
 import { newId } from '../crypto/random.js';
 import { runInRequestScope } from '../services/request-scope.js';
 
 /**
  * The address of the client, for logs, audit events and per-address limits: the TCP peer, or the
  * client a trusted PROXY protocol header named (listeners/proxy-listener.ts). HTTP proxy headers
- * are never trusted (`app.proxy` stays off).
+ * are never trusted (`app.proxy` stays off). An IPv4 client is always written as IPv4, also when a
+ * dual-stack socket or an IPv6 PROXY header reports it as `::ffff:a.b.c.d`, so that one client
+ * has one spelling in logs and audit events.
  */
 export function clientAddress(ctx: Context): string {
-  return ctx.ip;
+  const { ip } = ctx;
+  return mappedIPv4(ip) ?? ip;
 }
 
 /**

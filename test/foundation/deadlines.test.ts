@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { buildKoaApp } from '../../src/listeners/build-koa-app.js';
 import { listenHttps } from '../../src/listeners/https-listeners.js';
 import { createResponseDeadline } from '../../src/listeners/response-deadline.js';
+import { oauthErrors } from '../../src/middleware/oauth-errors.js';
 import { createHttpsClient, type HttpsClient } from '../helpers/https-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -58,6 +59,13 @@ describe('the response deadline', () => {
       ctx.body = { late: true };
       lateFinished();
     });
+    // An OAuth endpoint that never answers, its path rewritten for the provider as /oidc's dispatch does.
+    router.post('/oidc/token', (ctx) =>
+      oauthErrors(ctx, () => {
+        ctx.path = '/token';
+        return new Promise(() => undefined);
+      }),
+    );
     router.get('/quick', (ctx) => {
       ctx.body = { quick: true };
     });
@@ -103,6 +111,20 @@ describe('the response deadline', () => {
     expect(lines.find((l) => l.msg === 'request' && l.requestId === res.header('request-id'))).toMatchObject({
       status: 503,
     });
+  });
+
+  test('an OAuth endpoint past its deadline answers 503 in the RFC 6749 form, logged under the path the client asked for', async () => {
+    const res = await client.post('/oidc/token', {
+      form: { grant_type: 'refresh_token', refresh_token: 'x' },
+    });
+    expect(res.status).toBe(503);
+    expect(res.header('retry-after')).toBe('1');
+    expect(res.body).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
+    const logged = lines.find(
+      (l) =>
+        l.msg === 'no response within the deadline: answered 503' && l.requestId === res.header('request-id'),
+    );
+    expect(logged).toMatchObject({ path: '/oidc/token' });
   });
 
   test('an answer that comes after the deadline is dropped; the connection keeps serving', async () => {
