@@ -156,6 +156,7 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
         const server = await listenHttps(iface, pki, {
           onRequest: requests.handle,
           handshakeTimeoutMs: config.server.tlsHandshakeTimeout * 1000,
+          responseDeadlineMs: config.server.responseDeadline * 1000,
           proxyProtocol: configured.proxyProtocol && { ...configured.proxyProtocol, logger },
         });
         served.push({ server: server.server, requests });

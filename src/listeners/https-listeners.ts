@@ -10,6 +10,11 @@ export interface ListenOptions {
   /** A client that has not finished the TLS handshake by then is dropped. */
   handshakeTimeoutMs: number;
   /**
+   * `server.responseDeadline`: a connection on which nothing is read or written for 10 s longer
+   * is closed, so a slow handler still gets its 503 out first.
+   */
+  responseDeadlineMs: number;
+  /**
    * Connections start with a PROXY protocol header (proxy-listener.ts); a peer's silence before
    * its first byte is bounded by `handshakeTimeoutMs`.
    */
@@ -22,6 +27,9 @@ export interface BoundServer {
   requested: string;
   port: number;
 }
+
+// How much longer than the response deadline a connection may stand still.
+const INACTIVITY_MARGIN_MS = 10_000;
 
 const splitHostPort = (hp: string) => {
   const i = hp.lastIndexOf(':');
@@ -55,6 +63,14 @@ export async function listenHttps(
     handshakeTimeout: options.handshakeTimeoutMs,
   });
   server.on('request', options.onRequest);
+  // None of the limits above covers waiting to write: a client that pipelines requests for large
+  // answers and never reads would hold its connection, and the answers buffered for it, forever.
+  // Node's socket timeout counts reads and writes alike (a write still in progress that moved
+  // since it was issued gets one more period, so a stalled one is closed within twice the
+  // timeout); once TLS is up it replaces the handshake timeout, and between requests the
+  // keep-alive timeout replaces it. Closed explicitly rather than left to Node's default, which
+  // a 'timeout' listener on a request or response would turn off.
+  server.setTimeout(options.responseDeadlineMs + INACTIVITY_MARGIN_MS, (socket) => socket.destroy());
   const { host, port } = splitHostPort(iface);
   if (options.proxyProtocol) {
     // A peer that sends no PROXY header goes straight into its TLS handshake, so the silence

@@ -11,7 +11,11 @@ export interface ProxyProtocolOptions {
   trustedFrom: string[];
   /** How long a trusted peer may take to send its whole header. */
   headerTimeoutMs?: number;
-  /** How long any other peer may take to send its first bytes (the ClientHello): the handshake timeout. */
+  /**
+   * The handshake timeout, counted from accept: by then every peer has sent its header (if it is
+   * a trusted proxy) and finished its TLS handshake, or is closed. It also bounds the wait for the
+   * first bytes (the ClientHello) of any other peer.
+   */
   firstBytesTimeoutMs: number;
   logger?: Logger;
 }
@@ -27,7 +31,12 @@ const WARNING_INTERVAL_MS = 60_000;
  * socket handed to the HTTPS server carries it; one without it was never screened.
  */
 const kSource = Symbol('svc.proxyProtocolSource');
-type Screened = Socket & { [kSource]?: ProxyHeader['source'] | null };
+/** The timer that closes the connection unless its TLS handshake is done in time. */
+const kHandshakeDeadline = Symbol('svc.handshakeDeadline');
+type Screened = Socket & {
+  [kSource]?: ProxyHeader['source'] | null;
+  [kHandshakeDeadline]?: NodeJS.Timeout;
+};
 
 /**
  * One list per family, each checked only with peers of its own family. Node's BlockList matches
@@ -118,11 +127,9 @@ export async function listenWithProxyProtocol(
     socket.resume();
   };
 
+  // Silence before the first byte is bounded by the handshake deadline set at accept.
   const screen = (socket: Screened, peer: string) => {
-    const timer = setTimeout(() => socket.destroy(), firstBytesTimeoutMs);
-    socket.once('close', () => clearTimeout(timer));
     socket.once('data', (chunk: Buffer) => {
-      clearTimeout(timer);
       if (startsLikeProxyHeader(chunk)) return refuse(socket, peer, 'PROXY header from an untrusted address');
       handOver(socket, null, chunk);
     });
@@ -134,6 +141,12 @@ export async function listenWithProxyProtocol(
     const peer = socket.remoteAddress;
     if (!peer) return void socket.destroy();
     pending.add(socket);
+    // One deadline for header and handshake together: the HTTPS server's own handshake timeout
+    // starts afresh at the hand-over, so a peer that sent a byte just in time would otherwise get
+    // up to twice as long.
+    const deadline = setTimeout(() => socket.destroy(), firstBytesTimeoutMs);
+    socket[kHandshakeDeadline] = deadline;
+    socket.once('close', () => clearTimeout(deadline));
     // Resets before or during the handshake are the peer's business, not an exception of ours.
     socket.on('error', () => socket.destroy());
     socket.once('close', () => pending.delete(socket));
@@ -144,6 +157,7 @@ export async function listenWithProxyProtocol(
   // Runs before the HTTP layer sees the socket, so no request ever reads the proxy's address.
   server.prependListener('secureConnection', (tlsSocket: TLSSocket) => {
     const raw = (tlsSocket as unknown as { _parent?: Screened })._parent;
+    clearTimeout(raw?.[kHandshakeDeadline]);
     const source = raw?.[kSource];
     if (source === undefined) {
       log?.error('a connection reached TLS without PROXY screening; closed');

@@ -9,6 +9,7 @@ import { listenHttps } from '../../src/listeners/https-listeners.js';
 import { createResponseDeadline } from '../../src/listeners/response-deadline.js';
 import { oauthErrors } from '../../src/middleware/oauth-errors.js';
 import { createHttpsClient, type HttpsClient } from '../helpers/https-client.js';
+import { proxyV2 } from '../helpers/proxy-header.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -80,6 +81,7 @@ describe('the response deadline', () => {
     const bound = await listenHttps('127.0.0.1:0', server.app.pki, {
       onRequest: app.callback(),
       handshakeTimeoutMs: 10_000,
+      responseDeadlineMs: 1_000,
     });
     stuck = bound.server;
     client = createHttpsClient(`https://127.0.0.1:${bound.port}`, { ca: server.ca });
@@ -166,10 +168,33 @@ describe('connections that never finish', () => {
     socket.destroy();
   });
 
+  test('a client that pipelines large answers and never reads them is closed; others are served', async () => {
+    // 300 × 70 KB is far more than the socket buffers of both ends hold, so the server is left
+    // waiting to write; it renders only a few answers ahead (Node stops parsing pipelined
+    // requests while the output is backed up).
+    const count = 300;
+    const reader = await pipelinedSpecsNeverRead(server.url, server.ca, count);
+    try {
+      // The response deadline (1 s) + 10 s without progress; Node lets a write that moved since
+      // it was issued run one more period, so about 22 s here.
+      await waitFor(reader.closedByServer, {
+        timeout: 60_000,
+        what: 'the server to close the stalled connection',
+      });
+      // It was closed with answers still unsent, not idle after sending them all.
+      expect(await reader.answersReceived()).toBeLessThan(count);
+    } finally {
+      reader.destroy();
+    }
+    const res = await server.client.get(`${MGMT}/spec`);
+    expect(res.status).toBe(200);
+  });
+
   test('on a PROXY protocol listener, a silent peer that is no trusted proxy is closed at the handshake timeout', async () => {
     const bound = await listenHttps('127.0.0.1:0', server.app.pki, {
       onRequest: (_req, res) => res.end(),
       handshakeTimeoutMs: 1_000,
+      responseDeadlineMs: 1_000,
       proxyProtocol: { trustedFrom: ['10.0.0.0/8'] },
     });
     try {
@@ -184,7 +209,80 @@ describe('connections that never finish', () => {
       await new Promise((r) => bound.server.close(r));
     }
   });
+
+  test('on a PROXY protocol listener, the PROXY header and the TLS handshake share one deadline from accept', async () => {
+    const bound = await listenHttps('127.0.0.1:0', server.app.pki, {
+      onRequest: (_req, res) => res.end(),
+      handshakeTimeoutMs: 4_000,
+      responseDeadlineMs: 1_000,
+      proxyProtocol: { trustedFrom: ['127.0.0.2/32'] },
+    });
+    /** Connects from `localAddress`, writes `first` at 3 s, then nothing; resolves when closed. */
+    const lateStarter = async (localAddress: string, first: Buffer) => {
+      const socket = tcpConnect({ host: '127.0.0.1', port: bound.port, localAddress });
+      socket.on('error', () => undefined);
+      await new Promise<void>((r) => socket.once('connect', () => r()));
+      const connected = Date.now();
+      let sentWhileOpen = false;
+      setTimeout(() => {
+        sentWhileOpen = !socket.destroyed;
+        socket.write(first);
+      }, 3_000);
+      const closedAfter = await new Promise<number>((r) =>
+        socket.once('close', () => r(Date.now() - connected)),
+      );
+      return { sentWhileOpen, closedAfter };
+    };
+    try {
+      const tlsByte = Buffer.from([0x16]);
+      const [untrusted, trusted] = await Promise.all([
+        lateStarter('127.0.0.1', tlsByte),
+        lateStarter('127.0.0.2', Buffer.concat([proxyV2({ address: '203.0.113.30', port: 1 }), tlsByte])),
+      ]);
+      // The deadline is 4 s from accept. The HTTPS server's own handshake timeout restarts at the
+      // hand-over (3 s): alone, it would close both at 7 s. The bound leaves 2 s for a loaded machine.
+      expect(untrusted).toEqual({ sentWhileOpen: true, closedAfter: expect.any(Number) });
+      expect(untrusted.closedAfter).toBeLessThan(6_000);
+      expect(trusted).toEqual({ sentWhileOpen: true, closedAfter: expect.any(Number) });
+      expect(trusted.closedAfter).toBeLessThan(6_000);
+    } finally {
+      await new Promise((r) => bound.server.close(r));
+    }
+  });
 });
+
+/** A TLS client that asks for `count` pipelined copies of the API spec (about 70 KB each) and reads none. */
+async function pipelinedSpecsNeverRead(url: string, ca: string, count: number) {
+  const https = server.app.listeners[0]!.servers[0]!.server;
+  const accepted: TLSSocket[] = [];
+  const onAccepted = (s: TLSSocket) => void accepted.push(s);
+  https.on('secureConnection', onAccepted);
+  const port = Number(new URL(url).port);
+  const socket = connect({ host: '127.0.0.1', port, ca, servername: 'localhost' });
+  socket.on('error', () => undefined);
+  await new Promise<void>((r) => socket.once('secureConnect', () => r()));
+  // With TLS 1.3 the client is done before the server.
+  const serverSide = await waitFor(() => accepted.find((s) => s.remotePort === socket.localPort), {
+    what: 'the server side of the connection',
+  }).finally(() => https.off('secureConnection', onAccepted));
+  let closedByServer = false;
+  serverSide.once('close', () => (closedByServer = true));
+  // Not a byte is read: what the server writes piles up in the kernel buffers of both ends.
+  socket.pause();
+  socket.write(`GET ${MGMT}/spec HTTP/1.1\r\nHost: localhost:${port}\r\n\r\n`.repeat(count));
+  return {
+    closedByServer: () => closedByServer,
+    /** Reads what had reached the client and counts the answers in it. */
+    async answersReceived(): Promise<number> {
+      let received = '';
+      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+      socket.resume();
+      await new Promise((r) => (socket.closed ? r(undefined) : socket.once('close', r)));
+      return received.split('HTTP/1.1 200 OK\r\n').length - 1;
+    },
+    destroy: () => socket.destroy(),
+  };
+}
 
 /** A request whose body is still arriving: the server has it in hand (100 Continue) but cannot answer. */
 async function halfSentLogin(url: string, ca: string) {
