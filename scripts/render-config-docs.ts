@@ -43,6 +43,13 @@ const ENV_HEADER = `# svc controller: environment variables (docs/operations.md)
 # Password of the \`svc\` role of the bundled PostgreSQL (also put into DATABASE_URL by the compose
 # file). Use URL-safe characters, e.g. \`openssl rand -hex 24\`. Required by docker-compose.yml.
 POSTGRES_PASSWORD=change-me
+# Profile \`replicated\` (docs/operations.md, Behind a TCP proxy): the name and port clients use,
+# the subnet of the network between HAProxy and the replicas, and HAProxy's fixed address in it:
+# the only address the replicas take a PROXY protocol header from. With another subnet, set the
+# address too: the subnet's last one, clear of its gateway and of the low ones Docker hands out.
+# SVC_REPLICATED_ADDRESS=localhost:1443
+# SVC_PROXIED_SUBNET=172.29.240.0/24
+# SVC_PROXY_ADDRESS=172.29.240.254
 `;
 
 /** Variables read outside the configuration schema. */

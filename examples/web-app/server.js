@@ -19,14 +19,24 @@ const config = await client.discovery(issuer, clientId, undefined, client.None()
 const sessions = new Map();
 const COOKIE = 'webapp.sid';
 
-function sessionOf(ctx, create = false) {
-  let id = ctx.cookies.get(COOKIE);
-  if ((!id || !sessions.has(id)) && create) {
-    id = randomBytes(32).toString('base64url');
-    sessions.set(id, {});
-    ctx.cookies.set(COOKIE, id, { httpOnly: true, sameSite: 'lax', overwrite: true });
-  }
+function sessionOf(ctx) {
+  const id = ctx.cookies.get(COOKIE);
   return id ? sessions.get(id) : undefined;
+}
+
+/**
+ * Stores `data` under a new random id and drops the session the request came with. Called when a
+ * sign-in starts and again when it succeeds, so the signed-in session never has an id that anyone
+ * could have known before (an id planted in the browser would otherwise be signed in too:
+ * session fixation, OWASP Session Management Cheat Sheet).
+ */
+function newSession(ctx, data) {
+  sessions.delete(ctx.cookies.get(COOKIE));
+  const id = randomBytes(32).toString('base64url');
+  sessions.set(id, data);
+  // Secure is set when the request came over HTTPS (Koa's default).
+  ctx.cookies.set(COOKIE, id, { httpOnly: true, sameSite: 'lax', overwrite: true });
+  return data;
 }
 
 const escapeHtml = (s) =>
@@ -91,10 +101,11 @@ router.get('/', async (ctx) => {
 });
 
 router.get('/login', async (ctx) => {
-  const session = sessionOf(ctx, true);
-  session.codeVerifier = client.randomPKCECodeVerifier();
-  session.state = client.randomState();
-  session.nonce = client.randomNonce();
+  const session = newSession(ctx, {
+    codeVerifier: client.randomPKCECodeVerifier(),
+    state: client.randomState(),
+    nonce: client.randomNonce(),
+  });
   const parameters = {
     redirect_uri: new URL('/auth/callback', appUrl).href,
     scope: 'openid offline_access',
@@ -117,9 +128,7 @@ router.get('/auth/callback', async (ctx) => {
     expectedNonce: session.nonce,
     idTokenExpected: true,
   });
-  delete session.codeVerifier;
-  session.tokens = tokens;
-  session.claims = tokens.claims();
+  newSession(ctx, { tokens, claims: tokens.claims() });
   ctx.redirect('/');
 });
 

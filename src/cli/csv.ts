@@ -9,6 +9,16 @@ export const MAX_CSV_FIELD = 64 * 1024;
 /** Most fields in one record: the import knows a handful of columns. */
 export const MAX_CSV_FIELDS = 1024;
 
+/** The input has more records than the caller allows; `line` is where the first one too many starts. */
+export class TooManyRecordsError extends Error {
+  constructor(
+    readonly line: number,
+    readonly limit: number,
+  ) {
+    super(`line ${line}: more than ${limit} records`);
+  }
+}
+
 /**
  * RFC 4180 CSV: comma-separated fields, `"`-quoted fields may hold commas, line breaks and `""`
  * for a quote; LF or CRLF line ends; a leading byte-order mark and blank lines are skipped.
@@ -17,9 +27,11 @@ export const MAX_CSV_FIELDS = 1024;
  *
  * Fields are sliced out of the input, never built a character at a time, so memory stays close to
  * the size of the file; a field over MAX_CSV_FIELD or a record over MAX_CSV_FIELDS is refused
- * with its line.
+ * with its line. The records themselves are what grows faster than the file (a one-character line
+ * becomes an object and an array), so parsing stops with TooManyRecordsError at the first record
+ * over `maxRecords`.
  */
-export function parseCsv(text: string): CsvRecord[] {
+export function parseCsv(text: string, maxRecords = Infinity): CsvRecord[] {
   const records: CsvRecord[] = [];
   const input = text.replace(/^\uFEFF/, '');
   const n = input.length;
@@ -47,7 +59,10 @@ export function parseCsv(text: string): CsvRecord[] {
   };
   const endRecord = () => {
     endField();
-    if (touched) records.push({ line: start, fields });
+    if (touched) {
+      if (records.length >= maxRecords) throw new TooManyRecordsError(start, maxRecords);
+      records.push({ line: start, fields });
+    }
     fields = [];
     touched = false;
   };

@@ -4,7 +4,8 @@ import { ApiError } from './api-client.js';
 import { CliError, UsageError } from './cli-error.js';
 import { out, outputWidth } from './cli-io.js';
 import { stringOption, type CommandContext, type CommandSpec } from './command-spec.js';
-import { parseCsv } from './csv.js';
+import { countJsonArrayItems } from './count-json-array-items.js';
+import { parseCsv, TooManyRecordsError } from './csv.js';
 import { progressBar } from './progress-bar.js';
 import { withSessionApi } from './session-client.js';
 import { formatTable } from './table.js';
@@ -12,8 +13,13 @@ import { formatTable } from './table.js';
 const IDENTITIES = '/edge/management/v1/identities';
 const DEFAULT_BATCH = 20;
 const MAX_BATCH = 100;
-/** Largest import file: far more rows than an import needs, small enough to parse in memory. */
+/** Largest import file: far more than an import needs, small enough to read into memory whole. */
 export const MAX_IMPORT_BYTES = 64 * 1024 * 1024;
+/**
+ * Most rows in an import file. The bytes alone do not bound the memory: each row becomes objects
+ * many times the size of its text, so 64 MiB of one-character rows would exhaust the heap.
+ */
+export const MAX_IMPORT_ROWS = 1_000_000;
 /** The columns (CSV header) or keys (JSON objects) of a row; docs/cli.md explains each. */
 const COLUMNS = [
   'name',
@@ -76,6 +82,9 @@ function readRows(path: string): Row[] {
   return extname(path).toLowerCase() === '.json' ? jsonRows(path, text) : csvRows(path, text);
 }
 
+const tooManyRows = (path: string) =>
+  new CliError(`${path} has more than ${MAX_IMPORT_ROWS} rows, the most an import file may have: split it`);
+
 function checkColumns(path: string, names: string[]): void {
   const unknown = names.filter((n) => !(COLUMNS as readonly string[]).includes(n));
   if (unknown.length > 0) {
@@ -87,8 +96,9 @@ function checkColumns(path: string, names: string[]): void {
 function csvRows(path: string, text: string): Row[] {
   let records;
   try {
-    records = parseCsv(text);
+    records = parseCsv(text, MAX_IMPORT_ROWS + 1); // the header and the rows
   } catch (err) {
+    if (err instanceof TooManyRecordsError) throw tooManyRows(path);
     throw new CliError(`${path}: ${(err as Error).message}`);
   }
   const [header, ...body] = records;
@@ -102,6 +112,7 @@ function csvRows(path: string, text: string): Row[] {
 }
 
 function jsonRows(path: string, text: string): Row[] {
+  if (countJsonArrayItems(text, MAX_IMPORT_ROWS) > MAX_IMPORT_ROWS) throw tooManyRows(path);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -13,11 +13,15 @@ import {
   type WatchedPage,
 } from '../helpers/browser.js';
 import { runExample, writeCaFile, type ExampleProcess } from '../helpers/example-process.js';
+import { followToCallback } from '../helpers/oidc-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { CLIENT, createIdentity, identityDetail, managementApi } from '../identities/identity-fixtures.js';
 import { createUser, type TestUser } from '../mfa/mfa-fixtures.js';
 import { createPolicy } from '../second-factors/factor-fixtures.js';
+
+/** The example's session cookie (examples/web-app/server.js). */
+const SESSION_COOKIE = 'webapp.sid';
 
 /** Runs `action` (a click or a key press) and waits until the page it leads to has loaded. */
 async function navigate(page: Page, action: () => Promise<void>): Promise<void> {
@@ -71,6 +75,56 @@ describe('examples/web-app in Chromium: password, TOTP enrollment, Edge API, end
 
   const asidExists = async (asid: string) =>
     (await apiSessionsRepository.findById(server.app.knex, asid)) !== undefined;
+  const appSessionId = async (page: Page) =>
+    (await page.context().cookies(appUrl)).find((c) => c.name === SESSION_COOKIE)?.value;
+
+  test('a session id planted in the browser before sign-in is never the signed-in one (plain HTTP)', async () => {
+    // The app, as the browser sees it: no redirects followed, the session cookie sent by hand.
+    const fetchApp = (path: string, sessionId?: string) =>
+      fetch(new URL(path, appUrl), {
+        redirect: 'manual',
+        headers: sessionId ? { cookie: `${SESSION_COOKIE}=${sessionId}` } : {},
+      });
+    const setSessionId = (res: Response) => {
+      const cookie = res.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=`));
+      expect(cookie).toMatch(/;\s*httponly(;|$)/i);
+      expect(cookie).toMatch(/;\s*samesite=lax(;|$)/i);
+      return cookie!.slice(SESSION_COOKIE.length + 1).split(';')[0]!;
+    };
+    const signedInAs = async (sessionId: string) =>
+      /Signed in as <strong[^>]*>([^<]*)/.exec(await (await fetchApp('/', sessionId)).text())?.[1];
+
+    // The attacker gets a live session id from the app, and plants it in the victim's browser.
+    const planted = setSessionId(await fetchApp('/login'));
+    const victim = await createUser(server, 'fixation-victim');
+
+    // The victim signs in with that cookie: /login answers with another id...
+    const login = await fetchApp('/login', planted);
+    expect(login.status).toBe(302);
+    const started = setSessionId(login);
+    expect(started).not.toBe(planted);
+    const authorization = await server.client.get(login.headers.get('location')!);
+    expect(authorization.status).toBe(303);
+    const loginPage = new URL(authorization.header('location')!, server.url);
+    const submitted = await server.client.post(loginPage.pathname, {
+      body: {
+        authRequestId: loginPage.searchParams.get('authRequestID'),
+        username: victim.username,
+        password: victim.password,
+      },
+    });
+    const callback = await followToCallback(server.client, submitted, `${appUrl}/auth/callback`);
+    // ...and the callback, which signs the victim in, with a third one.
+    const signedIn = await fetchApp(callback.location, started);
+    expect(signedIn.status).toBe(302);
+    const signedInId = setSessionId(signedIn);
+    expect([planted, started]).not.toContain(signedInId);
+
+    expect(await signedInAs(signedInId)).toBe(victim.name);
+    // Neither id known before the sign-in ended is signed in.
+    expect(await signedInAs(planted)).toBeUndefined();
+    expect(await signedInAs(started)).toBeUndefined();
+  });
 
   test(
     'sign in with a wrong password first, enroll TOTP from the page, see the Edge API answer, sign out',
@@ -81,6 +135,8 @@ describe('examples/web-app in Chromium: password, TOTP enrollment, Edge API, end
 
       await navigate(page, () => page.getByRole('link', { name: 'Sign in', exact: true }).click());
       expect(new URL(page.url()).pathname).toBe('/oidc/login/username');
+      const sessionIdAtLogin = await appSessionId(page);
+      expect(sessionIdAtLogin).toBeDefined();
       expect(await page.title()).toBe('Sign in');
       // Focus starts in the username field; Tab goes to the password, Enter submits.
       expect((await expectAccessiblePage(page, 'Sign in')).focused).toBe('username');
@@ -137,6 +193,9 @@ describe('examples/web-app in Chromium: password, TOTP enrollment, Edge API, end
       await navigate(page, () => page.keyboard.press('Enter'));
       await page.waitForURL(`${appUrl}/`);
       expect(await page.locator('#identity-name').textContent()).toBe(user.name);
+      // Signing in gave the browser a new session id (the session-fixation test shows why).
+      expect(await appSessionId(page)).toMatch(/^[\w-]{43}$/);
+      expect(await appSessionId(page)).not.toBe(sessionIdAtLogin);
       expect((await page.locator('#claim-amr').textContent())!.split(' ')).toEqual(
         expect.arrayContaining(['pwd', 'otp', 'mfa']),
       );

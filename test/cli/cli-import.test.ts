@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { truncateSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { oneLine, startCliFixture, type CliFixture } from './cli-fixture.js';
 import { runSvcInTerminal } from './run-svc.js';
@@ -164,6 +165,30 @@ describe('svc edge import identities, tables, completion', () => {
     expect(res.code).toBe(1);
     expect(oneLine(res.stderr)).toBe(true);
     expect(res.stderr).toContain('at most 67108864 bytes (64 MiB)');
+  });
+
+  test('a file of more than 1,000,000 rows, CSV or JSON, is refused while parsing (exit code 1)', async () => {
+    // A HOME with no session: the file is refused before the CLI looks for one.
+    const noSession = mkdtempSync(join(tmpdir(), 'svc-cli-rows-'));
+    try {
+      // The header line and one row more than the limit; 2 MB, not the 64 MiB that exhausts the heap.
+      const csv = writeHome('rows.csv', `name\n${'a\n'.repeat(1_000_001)}`);
+      const json = writeHome('rows.json', `[${'0,'.repeat(1_000_000)}0]`);
+      for (const file of [csv, json]) {
+        const res = await svc(['edge', 'import', 'identities', file], { home: noSession });
+        expect(res.code).toBe(1);
+        expect(oneLine(res.stderr)).toBe(true);
+        expect(res.stderr).toBe(
+          `svc: ${file} has more than 1000000 rows, the most an import file may have: split it\n`,
+        );
+      }
+      // Exactly the limit is parsed; it then fails for want of a session, not of room.
+      const atLimit = writeHome('limit.json', `[${'0,'.repeat(999_999)}0]`);
+      const res = await svc(['edge', 'import', 'identities', atLimit], { home: noSession });
+      expect(res.stderr).toContain('not logged in');
+    } finally {
+      rmSync(noSession, { recursive: true, force: true });
+    }
   });
 
   test('on a terminal, the import draws a progress bar on stderr', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { MAX_CSV_FIELD, MAX_CSV_FIELDS, parseCsv } from '../../src/cli/csv.js';
+import { MAX_CSV_FIELD, MAX_CSV_FIELDS, parseCsv, TooManyRecordsError } from '../../src/cli/csv.js';
 
 describe('parseCsv', () => {
   test('quoted fields, doubled quotes, CRLF, a BOM, blank lines and multi-line fields', () => {
@@ -38,5 +38,19 @@ describe('parseCsv', () => {
       `line 2: a record has more than ${MAX_CSV_FIELDS} fields`,
     );
     expect(parseCsv(','.repeat(MAX_CSV_FIELDS - 1))[0]!.fields).toHaveLength(MAX_CSV_FIELDS);
+  });
+
+  test('more records than the limit stop the parse at the first one too many, with its line', () => {
+    // Blank lines are no records; a quoted line break does not start one.
+    const text = 'name\n\na\n"b\nc"\nd\ne\n';
+    expect(parseCsv(text, 5).map((r) => r.line)).toEqual([1, 3, 4, 6, 7]);
+    let thrown: unknown;
+    try {
+      parseCsv(text, 3);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(TooManyRecordsError);
+    expect(thrown).toMatchObject({ line: 6, limit: 3, message: 'line 6: more than 3 records' });
   });
 });

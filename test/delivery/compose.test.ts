@@ -33,7 +33,8 @@ const SECTION_1_VARIABLES = [
 interface ComposeService {
   build?: unknown;
   profiles?: string[];
-  networks?: string[];
+  /** A list of names, or names mapped to settings such as a fixed address. */
+  networks?: string[] | Record<string, { ipv4_address?: string } | null>;
   image?: string;
   env_file?: string | string[];
   environment?: Record<string, string>;
@@ -46,7 +47,7 @@ interface ComposeFile {
   version?: string;
   services: Record<string, ComposeService>;
   volumes?: Record<string, unknown>;
-  networks?: Record<string, { ipam?: { config?: { subnet?: string }[] } }>;
+  networks?: Record<string, { ipam?: { config?: { subnet?: string; gateway?: string }[] } }>;
   [key: string]: unknown;
 }
 
@@ -132,26 +133,54 @@ describe('docker-compose.yml, profile replicated', () => {
     for (const s of [...replicas, haproxy]) expect(s.profiles).toEqual(['replicated']);
   });
 
-  test('two replicas on the shared PostgreSQL, advertising the proxy address, trusting only its network, sharing rate limits', () => {
-    const subnet = withDefaults(compose.networks!.proxied!.ipam!.config![0]!.subnet!);
+  test('two replicas on the shared PostgreSQL, advertising the proxy address, sharing rate limits', () => {
     for (const r of replicas) {
       expect(r.image).toBe('svc-controller:local');
       expect(r.env_file).toBe('.env');
       expect(r.depends_on?.postgres?.condition).toBe('service_healthy');
       expect(r.environment?.DATABASE_URL).toBe(compose.services.controller!.environment!.DATABASE_URL);
       expect(withDefaults(r.environment!.SVC_ADVERTISED_ADDRESS!)).toBe('localhost:1443');
-      expect(withDefaults(r.environment!.SVC_PROXY_PROTOCOL_TRUSTED_FROM!)).toBe(subnet);
       // Behind round robin, a per-process count would multiply each limit by the replicas.
       expect(r.environment?.SVC_RATE_LIMITS_STORE).toBe('postgres');
       expect(r.networks).toEqual(['default', 'proxied']);
       expect(r.ports).toBeUndefined(); // reachable through HAProxy only
     }
-    expect(haproxy.networks).toEqual(['proxied']);
     expect(haproxy.ports).toEqual(['1443:1280']);
     expect(haproxy.volumes).toContain('./deploy/haproxy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro');
     // Each replica keeps its own data directory.
     const dataVolumes = replicas.map((r) => r.volumes!.find((v) => v.endsWith(':/var/lib/svc')));
     expect(new Set(dataVolumes).size).toBe(2);
+  });
+
+  test("the replicas trust the PROXY protocol from HAProxy's fixed address alone, never the network's gateway", () => {
+    const networks = haproxy.networks as Record<string, { ipv4_address?: string } | null>;
+    expect(Object.keys(networks)).toEqual(['proxied']);
+    const address = networks.proxied?.ipv4_address;
+    expect(address).toBe('${SVC_PROXY_ADDRESS:-172.29.240.254}');
+    // The same expression: one variable sets both, so they cannot drift apart.
+    for (const r of replicas) expect(r.environment!.SVC_PROXY_PROTOCOL_TRUSTED_FROM).toBe(address);
+
+    const proxied = compose.networks!.proxied!.ipam!.config![0]!;
+    const toNumber = (ip: string) => ip.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
+    const [network, bits] = withDefaults(proxied.subnet!).split('/');
+    const size = 2 ** (32 - Number(bits));
+    const first = toNumber(network!);
+    const ip = toNumber(withDefaults(address!));
+    // Inside the subnet, and neither its network address, its broadcast address nor its gateway:
+    // Docker's bridge gateway is the subnet's first address unless the compose file names one,
+    // and connections from the host to a replica come from it.
+    expect(proxied.gateway).toBeUndefined();
+    expect(ip).toBeGreaterThan(first + 1);
+    expect(ip).toBeLessThan(first + size - 1);
+  });
+
+  test(".env.example shows the profile's variables with the defaults the compose file uses", () => {
+    const raw = read('docker-compose.yml');
+    for (const name of ['SVC_REPLICATED_ADDRESS', 'SVC_PROXIED_SUBNET', 'SVC_PROXY_ADDRESS']) {
+      const defaults = [...raw.matchAll(new RegExp(`\\$\\{${name}:-([^}]*)\\}`, 'g'))].map((m) => m[1]);
+      expect(defaults.length).toBeGreaterThan(0);
+      expect(new Set(defaults)).toEqual(new Set([documented.get(name)]));
+    }
   });
 
   test("the replicas' environment is a valid configuration with the PROXY protocol and shared rate limits on", () => {
@@ -161,7 +190,7 @@ describe('docker-compose.yml, profile replicated', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'svc-delivery-'));
     try {
       const config = loadConfig({ env: { ...env, POSTGRES_PASSWORD: 'x' }, cwd });
-      expect(config.listeners[0]!.proxyProtocol).toEqual({ trustedFrom: ['172.29.240.0/24'] });
+      expect(config.listeners[0]!.proxyProtocol).toEqual({ trustedFrom: ['172.29.240.254'] });
       expect(config.rateLimits.store).toBe('postgres');
     } finally {
       rmSync(cwd, { recursive: true, force: true });
