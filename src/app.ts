@@ -17,7 +17,7 @@ import { compose, type Services } from './compose.js';
 import { buildKoaApp } from './listeners/build-koa-app.js';
 import { corsOriginMatcher, redirectPatternsFor } from './config/uri-patterns.js';
 import { listenHttps, splitHostPort, withBoundPort, type BoundServer } from './listeners/https-listeners.js';
-import { createRequestSwitch } from './listeners/request-switch.js';
+import { createRequestSwitch, type RequestSwitch } from './listeners/request-switch.js';
 import { unavailableApp } from './listeners/unavailable-app.js';
 import { createResponseDeadline } from './listeners/response-deadline.js';
 import { closeGracefully, type GracefulCloseOptions, type ServedServer } from './listeners/graceful-close.js';
@@ -144,14 +144,14 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       metrics,
       corsOriginAllowed: corsOriginMatcher(redirectPatternsFor(config, spec), config.corsOrigins),
     });
-    // Interfaces are unique across listeners (load-config.ts), so each server has one listener.
-    const bound = new Map<string, BoundServer>();
-    const switches = new Map<BoundServer, ServedServer['requests']>();
+    // One request switch per listener, shared by its servers: the application is swapped in per listener.
+    const bound: { configured: ListenerSpec; servers: BoundServer[]; requests: RequestSwitch }[] = [];
     for (const configured of config.listeners) {
       const requests = createRequestSwitch({
         starting: unavailableApp('starting', configured, frameOf(configured)).callback(),
         stopping: unavailableApp('stopping', configured, frameOf(configured)).callback(),
       });
+      const servers: BoundServer[] = [];
       for (const iface of configured.interfaces) {
         const server = await listenHttps(iface, pki, {
           onRequest: requests.handle,
@@ -160,17 +160,22 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
           proxyProtocol: configured.proxyProtocol && { ...configured.proxyProtocol, logger },
         });
         served.push({ server: server.server, requests });
-        switches.set(server, requests);
-        bound.set(iface, server);
+        servers.push(server);
       }
+      bound.push({ configured, servers, requests });
     }
-    logger.info({ interfaces: [...bound.keys()] }, 'listeners bound; answering 503 until started');
+    logger.info(
+      { interfaces: bound.flatMap((b) => b.servers.map((s) => `${s.requested} (${s.port})`)) },
+      'listeners bound; answering 503 until started',
+    );
     // The configuration stays as loaded: the resolved addresses travel in new listener specs.
-    const listeners: RunningListener[] = config.listeners.map((configured) => {
-      const servers = configured.interfaces.map((i) => bound.get(i)!);
-      const spec = { ...configured, addresses: configured.addresses.map((a) => withBoundPort(a, servers)) };
-      return { name: spec.name, spec, urls: spec.addresses.map((a) => `https://${a}`), servers };
-    });
+    const listeners: (RunningListener & { requests: RequestSwitch })[] = bound.map(
+      ({ configured, servers, requests }) => {
+        const addresses = configured.addresses.map((a) => withBoundPort(a, servers));
+        const spec = { ...configured, addresses };
+        return { name: spec.name, spec, urls: addresses.map((a) => `https://${a}`), servers, requests };
+      },
+    );
 
     services = await compose({
       config,
@@ -188,14 +193,13 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
     };
     const common: Router[] = [healthRoutes(knex, notReady), wellKnownRoutes(pki)];
     const metricsEndpoint = metricsRoutes(metrics);
-    for (const { spec, servers } of listeners) {
+    for (const { spec, requests } of listeners) {
       const app = buildKoaApp(
         spec,
         { common, ...services.routers, metricsEndpoint },
         { ...frameOf(spec), responseDeadline: deadline.middleware },
       );
-      const handler = app.callback();
-      for (const s of servers) switches.get(s)!.serve(handler);
+      requests.serve(app.callback());
     }
     serving.now = true;
     logger.info(

@@ -374,7 +374,15 @@ export const configSchema = z.object({
       description: 'Counted per client IP; an IPv6 client counts per /64 network.',
     }),
   metrics: z
-    .object({ enabled: bool(true).meta({ description: 'Serve GET /metrics (Prometheus).' }) })
+    .object({
+      enabled: bool(true).meta({ description: 'Serve GET /metrics (Prometheus).' }),
+      address: hostPort.optional().meta({
+        description:
+          'Serve /metrics on a listener of its own at this host:port (HTTPS, with /health/*) ' +
+          'instead of on the API listeners: keep it off the addresses a proxy or the clients reach.',
+        examples: ['0.0.0.0:9090'],
+      }),
+    })
     .prefault({}),
   server: z
     .object({

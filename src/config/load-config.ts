@@ -57,6 +57,7 @@ const SCALAR_PATHS = [
   'rateLimits.authorizationPerSecond',
   'rateLimits.authorizationBurst',
   'metrics.enabled',
+  'metrics.address',
   'server.responseDeadline',
   'server.tlsHandshakeTimeout',
   'server.shutdownGracePeriod',
@@ -177,6 +178,17 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
     throw new ConfigError('pki.signingCert and pki.signingKey: give both or neither');
   }
   checkInterfacesUnique(parsed.web ?? []);
+  const metricsAddress = parsed.metrics.address;
+  // Port 0 (tests) binds a free port each time, so it never collides.
+  if (metricsAddress && !metricsAddress.endsWith(':0')) {
+    const taken = (parsed.web ?? [{ name: 'default', bindPoints: [{ interface: parsed.address }] }]).find(
+      (l) => l.bindPoints.some((b) => b.interface === metricsAddress),
+    );
+    if (taken)
+      throw new ConfigError(
+        `metrics.address (SVC_METRICS_ADDRESS): ${metricsAddress} is already listener ${taken.name}'s`,
+      );
+  }
   if (parsed.web && parsed.proxyProtocol.trustedFrom.length > 0) {
     // Ignoring it would leave the listeners without the trust the operator meant to set.
     throw new ConfigError(

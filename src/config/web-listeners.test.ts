@@ -101,6 +101,23 @@ web:
     expect(withMetrics(fromYaml(explicit))).toEqual(['ops']);
   });
 
+  test('SVC_METRICS_ADDRESS moves /metrics off the API listeners to a listener of its own', () => {
+    const c = loadConfig({
+      env: { SVC_ADDRESS: '0.0.0.0:1280', SVC_METRICS_ADDRESS: '0.0.0.0:9090' },
+      cwd: tmpdir(),
+    });
+    expect(c.listeners.map((l) => [l.name, l.interfaces, [...l.apis.keys()].sort()])).toEqual([
+      ['default', ['0.0.0.0:1280'], ['edge-client', 'edge-management', 'edge-oidc']],
+      ['metrics', ['0.0.0.0:9090'], ['metrics']],
+    ]);
+    expect(() =>
+      loadConfig({
+        env: { SVC_ADDRESS: '0.0.0.0:1280', SVC_METRICS_ADDRESS: '0.0.0.0:1280' },
+        cwd: tmpdir(),
+      }),
+    ).toThrow("metrics.address (SVC_METRICS_ADDRESS): 0.0.0.0:1280 is already listener default's");
+  });
+
   test('two listeners on one interface are refused', () => {
     expect(() =>
       fromYaml(`

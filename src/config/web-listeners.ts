@@ -31,6 +31,11 @@ function defaultListener(config: ParsedConfig): WebListenerConfig {
   };
 }
 
+/** `metrics.address`: a listener that serves /metrics (and the health routes) and nothing else. */
+function metricsListener(address: string): WebListenerConfig {
+  return { name: 'metrics', bindPoints: [{ interface: address }], apis: [{ binding: 'metrics' }] };
+}
+
 function toSpec(listener: WebListenerConfig): ListenerSpec {
   const apis = new Map<ApiBindingName, BindingOptions>();
   for (const api of listener.apis) apis.set(api.binding, { ...apis.get(api.binding), ...api.options });
@@ -50,7 +55,11 @@ function toSpec(listener: WebListenerConfig): ListenerSpec {
  * listener hosting `edge-client` unless auto-binding is disabled or some listener lists it.
  */
 export function resolveListeners(config: ParsedConfig): ListenerSpec[] {
-  const listeners = (config.web ?? [defaultListener(config)]).map(toSpec);
+  const configured = config.web ?? [defaultListener(config)];
+  const { address } = config.metrics;
+  const listeners = (
+    address && config.metrics.enabled ? [...configured, metricsListener(address)] : configured
+  ).map(toSpec);
   // Metrics: wherever a listener lists them, else on every listener; never when disabled.
   const explicitMetrics = listeners.some((l) => l.apis.has('metrics'));
   for (const l of listeners) {

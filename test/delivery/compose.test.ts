@@ -183,7 +183,7 @@ describe('docker-compose.yml, profile replicated', () => {
     }
   });
 
-  test("the replicas' environment is a valid configuration with the PROXY protocol and shared rate limits on", () => {
+  test("the replicas' environment is a valid configuration: PROXY protocol, shared rate limits, metrics off the proxied port", () => {
     const env = Object.fromEntries(
       Object.entries(replicas[0]!.environment!).map(([k, v]) => [k, withDefaults(v)]),
     );
@@ -192,6 +192,11 @@ describe('docker-compose.yml, profile replicated', () => {
       const config = loadConfig({ env: { ...env, POSTGRES_PASSWORD: 'x' }, cwd });
       expect(config.listeners[0]!.proxyProtocol).toEqual({ trustedFrom: ['172.29.240.254'] });
       expect(config.rateLimits.store).toBe('postgres');
+      // /metrics only on its own port, which HAProxy (port 1280 only) never forwards to.
+      expect(config.listeners.map((l) => [l.name, l.interfaces, l.apis.has('metrics')])).toEqual([
+        ['default', ['0.0.0.0:1280'], false],
+        ['metrics', ['0.0.0.0:9090'], true],
+      ]);
     } finally {
       rmSync(cwd, { recursive: true, force: true });
     }

@@ -90,3 +90,22 @@ describe('metric series are labelled by route template, never by the raw path', 
     expect(metrics).toContain('route="/oidc/authorization/:uid"');
   });
 });
+
+describe('a metrics listener of its own (SVC_METRICS_ADDRESS)', () => {
+  test('serves /metrics and the health routes; the API listener no longer serves /metrics', async () => {
+    const server = await startTestServer({ env: { SVC_METRICS_ADDRESS: '127.0.0.1:0' } });
+    try {
+      const scrapeUrl = server.app.listeners.find((l) => l.name === 'metrics')!.urls[0]!;
+      const scraper = server.newClient({}, scrapeUrl);
+      const scrape = await scraper.get('/metrics');
+      expect(scrape.status).toBe(200);
+      expect(scrape.text).toContain('svc_http_requests_total');
+      expect((await scraper.get('/health/ready')).status).toBe(200);
+      expect((await scraper.get('/edge/management/v1/identities')).status).toBe(404);
+      expect((await server.client.get('/metrics')).status).toBe(404);
+      await scraper.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
