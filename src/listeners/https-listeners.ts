@@ -14,11 +14,8 @@ export interface ListenOptions {
    * is closed, so a slow handler still gets its 503 out first.
    */
   responseDeadlineMs: number;
-  /**
-   * Connections start with a PROXY protocol header (proxy-listener.ts); a peer's silence before
-   * its first byte is bounded by `handshakeTimeoutMs`.
-   */
-  proxyProtocol?: Omit<ProxyProtocolOptions, 'firstBytesTimeoutMs'>;
+  /** Connections start with a PROXY protocol header (proxy-listener.ts). */
+  proxyProtocol?: Omit<ProxyProtocolOptions, 'handshakeTimeoutMs'>;
 }
 
 export interface BoundServer {
@@ -73,11 +70,10 @@ export async function listenHttps(
   server.setTimeout(options.responseDeadlineMs + INACTIVITY_MARGIN_MS, (socket) => socket.destroy());
   const { host, port } = splitHostPort(iface);
   if (options.proxyProtocol) {
-    // A peer that sends no PROXY header goes straight into its TLS handshake, so the silence
-    // before its first byte is bounded like the handshake itself.
+    // The front counts the handshake timeout from accept, across the PROXY header and TLS.
     const bound = await listenWithProxyProtocol(server, host, port, {
       ...options.proxyProtocol,
-      firstBytesTimeoutMs: options.handshakeTimeoutMs,
+      handshakeTimeoutMs: options.handshakeTimeoutMs,
     });
     return { server, requested: iface, port: bound };
   }

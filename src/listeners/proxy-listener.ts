@@ -16,7 +16,7 @@ export interface ProxyProtocolOptions {
    * a trusted proxy) and finished its TLS handshake, or is closed. It also bounds the wait for the
    * first bytes (the ClientHello) of any other peer.
    */
-  firstBytesTimeoutMs: number;
+  handshakeTimeoutMs: number;
   logger?: Logger;
 }
 
@@ -82,7 +82,7 @@ export async function listenWithProxyProtocol(
 ): Promise<number> {
   const trusted = trustList(options.trustedFrom);
   const headerTimeoutMs = options.headerTimeoutMs ?? HEADER_TIMEOUT_MS;
-  const { firstBytesTimeoutMs } = options;
+  const { handshakeTimeoutMs } = options;
   const log = options.logger;
   const pending = new Set<Socket>();
   const warnings = createLogThrottle({ intervalMs: WARNING_INTERVAL_MS });
@@ -144,7 +144,7 @@ export async function listenWithProxyProtocol(
     // One deadline for header and handshake together: the HTTPS server's own handshake timeout
     // starts afresh at the hand-over, so a peer that sent a byte just in time would otherwise get
     // up to twice as long.
-    const deadline = setTimeout(() => socket.destroy(), firstBytesTimeoutMs);
+    const deadline = setTimeout(() => socket.destroy(), handshakeTimeoutMs);
     socket[kHandshakeDeadline] = deadline;
     socket.once('close', () => clearTimeout(deadline));
     // Resets before or during the handshake are the peer's business, not an exception of ours.

@@ -29,7 +29,7 @@ describe('PROXY listener over real sockets (fuzzed)', () => {
     port = await listenWithProxyProtocol(server, '127.0.0.1', 0, {
       trustedFrom: [`${PROXY}/32`],
       headerTimeoutMs: 300,
-      firstBytesTimeoutMs: 1000,
+      handshakeTimeoutMs: 1000,
     });
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));

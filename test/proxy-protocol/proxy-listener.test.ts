@@ -212,7 +212,7 @@ describe('trustedFrom ranges are matched within their own address family', () =>
     await expect(
       listenWithProxyProtocol(createHttpsServer(), '127.0.0.1', 0, {
         trustedFrom: ['::ffff:10.0.0.0/8'],
-        firstBytesTimeoutMs: 1000,
+        handshakeTimeoutMs: 1000,
       }),
     ).rejects.toThrow(
       'proxyProtocol.trustedFrom: ::ffff:10.0.0.0/8 must be an address or CIDR; an IPv4-mapped',
