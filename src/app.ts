@@ -77,8 +77,17 @@ function certificateHosts(config: Config): string[] {
   return [...hosts, 'localhost', '127.0.0.1'];
 }
 
+export interface CreateAppOptions {
+  logger?: Logger;
+  /**
+   * Called as soon as a first admin with a generated password is committed, before anything that
+   * could still fail: a start that fails later must not take the only copy of the password with it.
+   */
+  onGeneratedAdminPassword?: (admin: BootstrapResult) => void;
+}
+
 /** Composition root: config in, a running controller out (docs/architecture.md). */
-export async function createApp(config: Config, options: { logger?: Logger } = {}): Promise<App> {
+export async function createApp(config: Config, options: CreateAppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.logLevel);
   for (const warning of config.warnings) logger.warn(warning);
   const tightened = preparePrivateDataDir(config.dataDir);
@@ -129,6 +138,7 @@ export async function createApp(config: Config, options: { logger?: Logger } = {
       pki: config.pki,
     });
     const admin = await ensureFirstAdmin(knex, config.admin.username, config.admin.password);
+    if (admin.generatedPassword) options.onGeneratedAdminPassword?.(admin);
 
     // From the moment a port is bound every request gets an answer: 503 "starting" until the
     // application is swapped in below, 503 "stopping" once shutdown has begun.

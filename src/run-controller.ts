@@ -52,14 +52,14 @@ export async function runController(): Promise<void> {
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
 
-  const app = await createApp(config);
-  started.app = app;
-  if (app.admin.generatedPassword) {
+  const app = await createApp(config, {
     // Printed once, outside the structured log, so it does not linger in log storage.
-    process.stdout.write(
-      `\nFirst admin created: username "${app.admin.username}", password "${app.admin.generatedPassword}"\n` +
-        `It is not shown again; set SVC_ADMIN_PASSWORD to choose it yourself.\n\n`,
-    );
-  }
+    onGeneratedAdminPassword: ({ username, generatedPassword }) =>
+      process.stdout.write(
+        `\nFirst admin created: username "${username}", password "${generatedPassword}"\n` +
+          `It is not shown again; set SVC_ADMIN_PASSWORD to choose it yourself.\n\n`,
+      ),
+  });
+  started.app = app;
   if (signalled) stop(app, signalled);
 }

@@ -1,9 +1,16 @@
 import { afterAll, afterEach, describe, expect, jest, test } from '@jest/globals';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHttpsClient } from '../helpers/https-client.js';
-import { spawnController, waitListening, type SpawnedController } from '../helpers/spawn-controller.js';
+import {
+  freePort,
+  spawnController,
+  waitListening,
+  type SpawnedController,
+} from '../helpers/spawn-controller.js';
 import { createTestDatabaseUrl } from '../helpers/test-database.js';
 
 // Each test starts controller processes (tsx, migrations, PKI): minutes, not seconds, on a
@@ -57,6 +64,34 @@ describe('the generated first-admin password', () => {
         await c.exited;
       }
       await db?.drop();
+    }
+  });
+
+  test('is printed even when the start fails later (its port is taken), and works on the next start', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-first-admin-'));
+    const port = await freePort();
+    const squatter = createServer().listen(port, '127.0.0.1');
+    await once(squatter, 'listening');
+    try {
+      const failed = await spawnController({ SVC_DATA_DIR: dir }, port, ['SVC_ADMIN_PASSWORD']);
+      running.push(failed);
+      expect(await failed.exited).toBe(1);
+      const announced = [...failed.output().matchAll(ANNOUNCEMENT)].map((m) => m[1]!);
+      expect(announced).toHaveLength(1);
+      await new Promise((r) => squatter.close(r));
+
+      const next = await spawnController({ SVC_DATA_DIR: dir }, port, ['SVC_ADMIN_PASSWORD']);
+      running.push(next);
+      await waitListening(next);
+      const client = createHttpsClient(next.url, { ca: next.ca() });
+      const login = await client.post('/edge/management/v1/authenticate?method=password', {
+        body: { username: 'admin', password: announced[0]! },
+      });
+      await client.close();
+      expect(login.status).toBe(200);
+    } finally {
+      squatter.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
