@@ -178,17 +178,7 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
     throw new ConfigError('pki.signingCert and pki.signingKey: give both or neither');
   }
   checkInterfacesUnique(parsed.web ?? []);
-  const metricsAddress = parsed.metrics.address;
-  // Port 0 (tests) binds a free port each time, so it never collides.
-  if (metricsAddress && !metricsAddress.endsWith(':0')) {
-    const taken = (parsed.web ?? [{ name: 'default', bindPoints: [{ interface: parsed.address }] }]).find(
-      (l) => l.bindPoints.some((b) => b.interface === metricsAddress),
-    );
-    if (taken)
-      throw new ConfigError(
-        `metrics.address (SVC_METRICS_ADDRESS): ${metricsAddress} is already listener ${taken.name}'s`,
-      );
-  }
+  checkMetricsAddress(parsed);
   if (parsed.web && parsed.proxyProtocol.trustedFrom.length > 0) {
     // Ignoring it would leave the listeners without the trust the operator meant to set.
     throw new ConfigError(
@@ -196,12 +186,49 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
     );
   }
   const warnings: string[] = [];
+  if (parsed.metrics.address && !parsed.metrics.enabled)
+    warnings.push('metrics.address is set but metrics.enabled is false: no metrics listener is started');
   if (parsed.edge) {
     const { durations, warnings: w } = applyTokenDurationRules(parsed.edge.oidc);
     Object.assign(parsed.edge.oidc, durations);
     warnings.push(...w);
   }
   return { ...parsed, listeners: resolveListeners(parsed), warnings };
+}
+
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]']);
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
+
+/** Whether binding both would fail: one port, and hosts that are the same or overlap. */
+function interfacesClash(a: string, b: string): boolean {
+  const split = (hp: string) => [hp.slice(0, hp.lastIndexOf(':')), hp.slice(hp.lastIndexOf(':') + 1)];
+  const [hostA, portA] = split(a);
+  const [hostB, portB] = split(b);
+  // Port 0 (tests) binds a free port each time, so it never collides.
+  if (portA !== portB || portA === '0') return false;
+  if (hostA === hostB || WILDCARD_HOSTS.has(hostA!) || WILDCARD_HOSTS.has(hostB!)) return true;
+  return LOOPBACK_HOSTS.has(hostA!) && LOOPBACK_HOSTS.has(hostB!);
+}
+
+/**
+ * `metrics.address` adds a listener named `metrics`: refused when its address would clash with
+ * another listener's interface at bind time (found now, not after the start has begun) or when a
+ * listener of the `web` section already has that name.
+ */
+function checkMetricsAddress(parsed: ParsedConfig): void {
+  const address = parsed.metrics.address;
+  if (!address || !parsed.metrics.enabled) return;
+  const listeners = parsed.web ?? [{ name: 'default', bindPoints: [{ interface: parsed.address }] }];
+  const source = 'metrics.address (SVC_METRICS_ADDRESS)';
+  if (listeners.some((l) => l.name === 'metrics'))
+    throw new ConfigError(
+      `${source}: a web listener is already named metrics; list the metrics binding on it instead`,
+    );
+  for (const l of listeners) {
+    const taken = l.bindPoints.find((b) => interfacesClash(b.interface, address));
+    if (taken)
+      throw new ConfigError(`${source}: ${address} clashes with listener ${l.name}'s ${taken.interface}`);
+  }
 }
 
 function checkInterfacesUnique(web: NonNullable<ParsedConfig['web']>): void {

@@ -110,12 +110,45 @@ web:
       ['default', ['0.0.0.0:1280'], ['edge-client', 'edge-management', 'edge-oidc']],
       ['metrics', ['0.0.0.0:9090'], ['metrics']],
     ]);
+    // Addresses that would fail to bind together are refused before anything starts.
+    for (const [api, metrics] of [
+      ['0.0.0.0:1280', '0.0.0.0:1280'],
+      ['0.0.0.0:1280', '127.0.0.1:1280'],
+      ['127.0.0.1:1280', 'localhost:1280'],
+      ['[::]:1280', '10.0.0.5:1280'],
+    ])
+      expect(() =>
+        loadConfig({ env: { SVC_ADDRESS: api!, SVC_METRICS_ADDRESS: metrics! }, cwd: tmpdir() }),
+      ).toThrow(`metrics.address (SVC_METRICS_ADDRESS): ${metrics} clashes with listener default's ${api}`);
+    const apart = loadConfig({
+      env: { SVC_ADDRESS: '10.0.0.4:1280', SVC_METRICS_ADDRESS: '10.0.0.5:1280' },
+      cwd: tmpdir(),
+    });
+    expect(apart.listeners.map((l) => l.name)).toEqual(['default', 'metrics']);
+  });
+
+  test('with SVC_METRICS_ADDRESS, a web listener that lists metrics no longer serves them; a listener named metrics is refused', () => {
+    const yaml = `edge: {}
+web:
+  - name: main
+    bindPoints: [ { interface: 127.0.0.1:1280 } ]
+    apis: [ { binding: edge-client }, { binding: metrics } ]
+`;
+    const c = fromYaml(yaml, { SVC_METRICS_ADDRESS: '127.0.0.1:9090' });
+    expect(c.listeners.filter((l) => l.apis.has('metrics')).map((l) => l.interfaces)).toEqual([
+      ['127.0.0.1:9090'],
+    ]);
     expect(() =>
-      loadConfig({
-        env: { SVC_ADDRESS: '0.0.0.0:1280', SVC_METRICS_ADDRESS: '0.0.0.0:1280' },
-        cwd: tmpdir(),
-      }),
-    ).toThrow("metrics.address (SVC_METRICS_ADDRESS): 0.0.0.0:1280 is already listener default's");
+      fromYaml(yaml.replace('name: main', 'name: metrics'), { SVC_METRICS_ADDRESS: '127.0.0.1:9090' }),
+    ).toThrow('a web listener is already named metrics');
+    const off = loadConfig({
+      env: { SVC_METRICS_ENABLED: 'false', SVC_METRICS_ADDRESS: '127.0.0.1:9090' },
+      cwd: tmpdir(),
+    });
+    expect(off.listeners.map((l) => l.name)).toEqual(['default']);
+    expect(off.warnings).toContain(
+      'metrics.address is set but metrics.enabled is false: no metrics listener is started',
+    );
   });
 
   test('two listeners on one interface are refused', () => {

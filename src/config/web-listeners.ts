@@ -60,10 +60,12 @@ export function resolveListeners(config: ParsedConfig): ListenerSpec[] {
   const listeners = (
     address && config.metrics.enabled ? [...configured, metricsListener(address)] : configured
   ).map(toSpec);
-  // Metrics: wherever a listener lists them, else on every listener; never when disabled.
+  // Metrics: on the metrics.address listener alone when it is set, else wherever a listener lists
+  // them, else on every listener; never when disabled.
+  const ownListener = address && config.metrics.enabled ? listeners.at(-1) : undefined;
   const explicitMetrics = listeners.some((l) => l.apis.has('metrics'));
   for (const l of listeners) {
-    if (!config.metrics.enabled) l.apis.delete('metrics');
+    if (!config.metrics.enabled || (ownListener && l !== ownListener)) l.apis.delete('metrics');
     else if (!explicitMetrics) l.apis.set('metrics', {});
   }
   if (!config.edge) {
