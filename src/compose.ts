@@ -296,7 +296,14 @@ export async function compose(deps: ComposeDeps) {
     /** The edge API routers; absent without an `edge` section. */
     routers,
     async stop() {
-      await Promise.all([stopJanitor(), oidcPart?.oidc.stop(), services.revocationState.stop()]);
+      // Every part is waited for, also when one fails: the pool closes next.
+      const stopped = await Promise.allSettled([
+        stopJanitor(),
+        oidcPart?.oidc.stop(),
+        services.revocationState.stop(),
+      ]);
+      const failed = stopped.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
     },
   };
 }

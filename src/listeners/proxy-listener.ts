@@ -3,6 +3,7 @@ import type { Server } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import { cidrProblem, mappedIPv4, parseCidr } from '../config/cidr.js';
+import { clientAddressKey } from '../services/auth/client-address-key.js';
 import { createLogThrottle } from './log-throttle.js';
 import { parseProxyHeader, startsLikeProxyHeader, type ProxyHeader } from './proxy-protocol.js';
 
@@ -91,7 +92,8 @@ export async function listenWithProxyProtocol(
     socket.destroy();
     if (!log) return;
     if (quiet) return log.debug({ peer, reason }, 'connection closed before its PROXY header');
-    const admitted = warnings.admit(peer);
+    // Keyed like the rate limits: a host holding a whole IPv6 /64 cannot fill the table alone.
+    const admitted = warnings.admit(clientAddressKey(peer));
     if (!admitted) return;
     const { suppressed, untracked } = admitted;
     log.warn(

@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import Provider, {
@@ -232,6 +233,13 @@ export function createProvider(o: ProviderOptions): Provider {
       error_description: 'the database is unavailable or too slow; retry later',
     };
   });
+  // The provider is a Koa app of its own: without an 'error' listener Koa writes the errors that
+  // reach it (a client's connection reset while its answer is written, a malformed pipelined
+  // request) to stderr, outside the structured log and unbounded. Server errors come through
+  // `server_error` above; these are the client's doing.
+  (provider as unknown as EventEmitter).on('error', (err: Error & { code?: string }) =>
+    o.logger.debug({ err: err.message, code: err.code }, 'oidc-provider connection error'),
+  );
   const { onGrant } = o;
   if (onGrant) {
     const grantTypeOf = (ctx: KoaContextWithOIDC) =>
