@@ -2,6 +2,7 @@
 // Flow and PKCE (openid-client), calls the Edge API with the access token, and signs out through
 // end_session. Run: NODE_EXTRA_CA_CERTS=data/pki/ca.pem node examples/web-app/server.js
 import { randomBytes } from 'node:crypto';
+import { setInterval } from 'node:timers';
 import Koa from 'koa';
 import Router from '@koa/router';
 import * as client from 'openid-client';
@@ -15,9 +16,17 @@ let appUrl = process.env.APP_URL;
 
 const config = await client.discovery(issuer, clientId, undefined, client.None());
 
-/** Sessions in memory, found by a random cookie; a real app would use a store that survives restarts. */
+/**
+ * Sessions in memory, found by a random cookie; a real app would use a store that survives
+ * restarts. A sign-in that is started and never finished is forgotten after ten minutes.
+ */
 const sessions = new Map();
 const COOKIE = 'webapp.sid';
+const PENDING_MS = 10 * 60_000;
+setInterval(() => {
+  const now = Date.now();
+  for (const [id, s] of sessions) if (!s.tokens && now - s.started > PENDING_MS) sessions.delete(id);
+}, 60_000).unref();
 
 function sessionOf(ctx) {
   const id = ctx.cookies.get(COOKIE);
@@ -101,10 +110,13 @@ router.get('/', async (ctx) => {
 });
 
 router.get('/login', async (ctx) => {
+  // A link from another site must not end a sign-in: a signed-in user stays signed in.
+  if (sessionOf(ctx)?.tokens) return ctx.redirect('/');
   const session = newSession(ctx, {
     codeVerifier: client.randomPKCECodeVerifier(),
     state: client.randomState(),
     nonce: client.randomNonce(),
+    started: Date.now(),
   });
   const parameters = {
     redirect_uri: new URL('/auth/callback', appUrl).href,

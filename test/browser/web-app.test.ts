@@ -124,6 +124,10 @@ describe('examples/web-app in Chromium: password, TOTP enrollment, Edge API, end
     // Neither id known before the sign-in ended is signed in.
     expect(await signedInAs(planted)).toBeUndefined();
     expect(await signedInAs(started)).toBeUndefined();
+    // A link to /login from another site does not end the sign-in.
+    const again = await fetchApp('/login', signedInId);
+    expect(again.headers.get('location')).toBe('/');
+    expect(await signedInAs(signedInId)).toBe(victim.name);
   });
 
   test(
@@ -237,6 +241,8 @@ describe('examples/web-app in Chromium: password, TOTP enrollment, Edge API, end
     'the certificate page explains itself, and without a certificate says so on the page',
     async () => {
       const { page, shot } = w;
+      // A new visitor of the app (a signed-in one is not sent to sign in again).
+      await page.context().clearCookies({ name: SESSION_COOKIE });
       await page.goto(`${appUrl}/auth/logout`);
       await navigate(page, () => page.goto(`${appUrl}/login?method=cert`).then(() => undefined));
       expect(new URL(page.url()).pathname).toBe('/oidc/login/cert');
