@@ -6,38 +6,49 @@ export interface CsvRecord {
 
 /** Longest field, in UTF-16 code units: far above any value the server accepts (255 characters). */
 export const MAX_CSV_FIELD = 64 * 1024;
-/** Most fields in one record: the import knows a handful of columns. */
-export const MAX_CSV_FIELDS = 1024;
+/** Most fields in one record: the import knows nine columns; this leaves room to spare. */
+export const MAX_CSV_FIELDS = 64;
 
-/** The input has more records than the caller allows; `line` is where the first one too many starts. */
-export class TooManyRecordsError extends Error {
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * The input has more records, or more fields in all its records, than the caller allows; `line` is
+ * where the record that goes over starts.
+ */
+export class CsvLimitError extends Error {
   constructor(
+    readonly what: 'records' | 'fields',
     readonly line: number,
     readonly limit: number,
   ) {
-    super(`line ${line}: more than ${limit} records`);
+    super(`line ${line}: more than ${limit} ${what}`);
   }
 }
 
 /**
  * RFC 4180 CSV: comma-separated fields, `"`-quoted fields may hold commas, line breaks and `""`
- * for a quote; LF or CRLF line ends; a leading byte-order mark and blank lines are skipped.
+ * for a quote; LF, CRLF or CR line ends (a line break inside a quoted field counts as a line too);
+ * a leading byte-order mark and blank lines are skipped.
  * Lenient where RFC 4180 is strict: text after a closing quote joins the field (`"ab"cd` is
  * `abcd`), and a quote inside an unquoted field is kept (`z"q"`).
  *
  * Fields are sliced out of the input, never built a character at a time, so memory stays close to
  * the size of the file; a field over MAX_CSV_FIELD or a record over MAX_CSV_FIELDS is refused
- * with its line. The records themselves are what grows faster than the file (a one-character line
- * becomes an object and an array), so parsing stops with TooManyRecordsError at the first record
- * over `maxRecords`.
+ * with its line. The records and fields themselves are what grows faster than the file (a
+ * one-character line becomes an object and an array, an empty field a slot of that array), so
+ * parsing stops with CsvLimitError at the first record over `maxRecords`, or that takes the fields
+ * of all records over `maxFields`. Every character is looked at a bounded number of times: the
+ * time grows with the size of the input, never with its square.
  */
-export function parseCsv(text: string, maxRecords = Infinity): CsvRecord[] {
+export function parseCsv(text: string, maxRecords = Infinity, maxFields = Infinity): CsvRecord[] {
   const records: CsvRecord[] = [];
   const input = text.replace(/^\uFEFF/, '');
   const n = input.length;
   let fields: string[] = [];
   let pieces: string[] = [];
   let fieldLength = 0;
+  let fieldCount = 0;
   let line = 1;
   let start = 1;
   let touched = false;
@@ -60,14 +71,21 @@ export function parseCsv(text: string, maxRecords = Infinity): CsvRecord[] {
   const endRecord = () => {
     endField();
     if (touched) {
-      if (records.length >= maxRecords) throw new TooManyRecordsError(start, maxRecords);
+      if (records.length >= maxRecords) throw new CsvLimitError('records', start, maxRecords);
+      fieldCount += fields.length;
+      if (fieldCount > maxFields) throw new CsvLimitError('fields', start, maxFields);
       records.push({ line: start, fields });
     }
     fields = [];
     touched = false;
   };
+  // The line breaks of a quoted field, counted within the field alone: a search for the next LF
+  // would run on past it, to the end of the input when lines end in CR, for every quoted field.
   const countLines = (from: number, to: number) => {
-    for (let k = input.indexOf('\n', from); k !== -1 && k < to; k = input.indexOf('\n', k + 1)) line++;
+    for (let k = from; k < to; k++) {
+      const c = input.charCodeAt(k);
+      if (c === LF || (c === CR && input.charCodeAt(k + 1) !== LF)) line++;
+    }
   };
   let i = 0;
   while (i < n) {

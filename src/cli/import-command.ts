@@ -4,8 +4,8 @@ import { ApiError } from './api-client.js';
 import { CliError, UsageError } from './cli-error.js';
 import { out, outputWidth } from './cli-io.js';
 import { stringOption, type CommandContext, type CommandSpec } from './command-spec.js';
-import { countJsonArrayItems } from './count-json-array-items.js';
-import { parseCsv, TooManyRecordsError } from './csv.js';
+import { countJsonArrayItems, JsonLimitError } from './count-json-array-items.js';
+import { CsvLimitError, parseCsv } from './csv.js';
 import { progressBar } from './progress-bar.js';
 import { withSessionApi } from './session-client.js';
 import { formatTable } from './table.js';
@@ -20,6 +20,20 @@ export const MAX_IMPORT_BYTES = 64 * 1024 * 1024;
  * many times the size of its text, so 64 MiB of one-character rows would exhaust the heap.
  */
 export const MAX_IMPORT_ROWS = 1_000_000;
+/**
+ * Most values in an import file: the fields of its CSV records, header included, or in JSON its
+ * rows, their values and the elements of their arrays. Ten values a row: more than rows that fit
+ * 1,000,000 to 64 MiB can hold. The row limit alone let one row, or rows of empty fields, carry
+ * tens of millions of values: 64 MiB of them took 0.8 to 1.4 GiB of heap; 10,000,000 of the
+ * costliest kind (short distinct strings) take about 300 MiB of heap, 800 MB resident at the peak
+ * of JSON.parse: the order of what 1,000,000 plain CSV rows take (600 MB).
+ */
+export const MAX_IMPORT_VALUES = 10 * MAX_IMPORT_ROWS;
+/**
+ * Deepest nesting in a JSON import file: the array (1) of rows (2), whose values are scalars or
+ * arrays of scalars (3), as roleAttributes.
+ */
+export const MAX_JSON_DEPTH = 3;
 /** The columns (CSV header) or keys (JSON objects) of a row; docs/cli.md explains each. */
 const COLUMNS = [
   'name',
@@ -72,7 +86,8 @@ function readRows(path: string): Row[] {
         `${path} is ${size} bytes; an import file may be at most ${MAX_IMPORT_BYTES} bytes (64 MiB): split it`,
       );
     }
-    text = readFileSync(path, 'utf8');
+    // A UTF-8 byte-order mark, as some editors write, is no part of the data.
+    text = readFileSync(path, 'utf8').replace(/^\uFEFF/, '');
   } catch (err) {
     if (err instanceof CliError) throw err;
     throw new CliError(
@@ -84,21 +99,29 @@ function readRows(path: string): Row[] {
 
 const tooManyRows = (path: string) =>
   new CliError(`${path} has more than ${MAX_IMPORT_ROWS} rows, the most an import file may have: split it`);
+const tooManyValues = (path: string, what: string) =>
+  new CliError(
+    `${path} has more than ${MAX_IMPORT_VALUES} ${what}, the most an import file may have: split it`,
+  );
+/** A column name as an error shows it: a name may be a whole field or JSON key, megabytes long. */
+const clip = (name: string) => (name.length > 64 ? `${name.slice(0, 64)}…` : name);
+const unknownColumns = (path: string, unknown: string[]) =>
+  new UsageError(`${path}: unknown column ${unknown.map(clip).join(', ')}; known: ${COLUMNS.join(', ')}`);
 
 function checkColumns(path: string, names: string[]): void {
   const unknown = names.filter((n) => !(COLUMNS as readonly string[]).includes(n));
-  if (unknown.length > 0) {
-    throw new UsageError(`${path}: unknown column ${unknown.join(', ')}; known: ${COLUMNS.join(', ')}`);
-  }
+  if (unknown.length > 0) throw unknownColumns(path, unknown);
   if (!names.includes('name')) throw new UsageError(`${path}: a "name" column is required`);
 }
 
 function csvRows(path: string, text: string): Row[] {
   let records;
   try {
-    records = parseCsv(text, MAX_IMPORT_ROWS + 1); // the header and the rows
+    records = parseCsv(text, MAX_IMPORT_ROWS + 1, MAX_IMPORT_VALUES); // the header and the rows
   } catch (err) {
-    if (err instanceof TooManyRecordsError) throw tooManyRows(path);
+    if (err instanceof CsvLimitError) {
+      throw err.what === 'records' ? tooManyRows(path) : tooManyValues(path, 'fields');
+    }
     throw new CliError(`${path}: ${(err as Error).message}`);
   }
   const [header, ...body] = records;
@@ -111,8 +134,34 @@ function csvRows(path: string, text: string): Row[] {
   }));
 }
 
+const JSON_LIMITS = {
+  items: MAX_IMPORT_ROWS,
+  values: MAX_IMPORT_VALUES,
+  depth: MAX_JSON_DEPTH,
+  keys: new Set<string>(COLUMNS),
+};
+
+/** Checks the file against JSON_LIMITS before JSON.parse builds any of it. */
+function checkJsonLimits(path: string, text: string): void {
+  try {
+    countJsonArrayItems(text, JSON_LIMITS);
+  } catch (err) {
+    if (!(err instanceof JsonLimitError)) throw err;
+    if (err.limit === 'items') throw tooManyRows(path);
+    if (err.limit === 'values') {
+      throw tooManyValues(path, 'values (rows, the values in them and the elements of their arrays)');
+    }
+    if (err.limit === 'key') throw unknownColumns(path, [err.key!]);
+    if (err.item === 0) throw new CliError(`${path}: expected a JSON array of identities`);
+    throw new CliError(
+      `${path}: row ${err.item} nests too deep: a row is an object whose values are text, numbers, ` +
+        'true, false, null or arrays of those',
+    );
+  }
+}
+
 function jsonRows(path: string, text: string): Row[] {
-  if (countJsonArrayItems(text, MAX_IMPORT_ROWS) > MAX_IMPORT_ROWS) throw tooManyRows(path);
+  checkJsonLimits(path, text);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -191,6 +191,48 @@ describe('svc edge import identities, tables, completion', () => {
     }
   });
 
+  test('a file that starts with a UTF-8 byte-order mark imports, JSON or CSV', async () => {
+    for (const [file, content] of [
+      ['bom.json', '\uFEFF[{"name":"imp-bom-json"}]'],
+      ['bom.csv', '\uFEFFname\r\nimp-bom-csv\r\n'],
+    ]) {
+      const res = await svc(['edge', 'import', 'identities', writeHome(file!, content!)]);
+      expect(res).toMatchObject({ code: 0, stderr: '' });
+    }
+    expect(await fixture.detailByName('imp-bom-json')).toMatchObject({ name: 'imp-bom-json' });
+    expect(await fixture.detailByName('imp-bom-csv')).toMatchObject({ name: 'imp-bom-csv' });
+  });
+
+  test('JSON nested deeper than a row, objects in a row, unknown keys, wide CSV records: refused', async () => {
+    // A HOME with no session: each file is refused before the CLI looks for one.
+    const noSession = mkdtempSync(join(tmpdir(), 'svc-cli-shape-'));
+    const tooDeep =
+      'nests too deep: a row is an object whose values are text, numbers, true, false, null or arrays of those';
+    const cases: [string, string, number, string][] = [
+      ['deep.json', '[{"name":"x"},{"name":"y","roleAttributes":[["a"]]}]', 1, `row 2 ${tooDeep}`],
+      // Each {} becomes an object: a row of them cost 179 MiB of heap for 8 MiB of file.
+      ['objects.json', `[{"name":"x","roleAttributes":[${'{},'.repeat(1000)}{}]}]`, 1, `row 1 ${tooDeep}`],
+      ['top.json', '{"name":"x"}', 1, 'expected a JSON array of identities'],
+      ['key.json', '[{"name":"x"},{"name":"y","extra":[{},{}]}]', 2, 'unknown column extra; known: name,'],
+      ['wide.csv', `name\nx${','.repeat(64)}\n`, 1, 'line 2: a record has more than 64 fields'],
+    ];
+    try {
+      for (const [name, content, code, message] of cases) {
+        const file = writeHome(name, content);
+        const res = await svc(['edge', 'import', 'identities', file], { home: noSession });
+        expect({ name, code: res.code, oneLine: oneLine(res.stderr) }).toEqual({ name, code, oneLine: true });
+        expect(res.stderr).toContain(`svc: ${file}`);
+        expect(res.stderr).toContain(message);
+      }
+      // At the limits: parsed, then refused for want of a session, not for its shape.
+      const fits = writeHome('fits.json', '[{"name":"x","roleAttributes":["a",1,true,null]},[[0]],7]');
+      const res = await svc(['edge', 'import', 'identities', fits], { home: noSession });
+      expect(res.stderr).toContain('not logged in');
+    } finally {
+      rmSync(noSession, { recursive: true, force: true });
+    }
+  });
+
   test('on a terminal, the import draws a progress bar on stderr', async () => {
     const file = writeHome(
       'tty.json',
