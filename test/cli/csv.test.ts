@@ -1,6 +1,15 @@
 import { describe, expect, jest, test } from '@jest/globals';
 import { CsvLimitError, MAX_CSV_FIELD, MAX_CSV_FIELDS, parseCsv } from '../../src/cli/csv.js';
 
+function thrownBy(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
 describe('parseCsv', () => {
   test('quoted fields, doubled quotes, CRLF, a BOM, blank lines and multi-line fields', () => {
     const text = '\uFEFFname,roles\r\n"a,b","x ""q"" y"\r\n\r\nplain,"two\nlines"\nlast,\n';
@@ -44,12 +53,7 @@ describe('parseCsv', () => {
     // Blank lines are no records; a quoted line break does not start one.
     const text = 'name\n\na\n"b\nc"\nd\ne\n';
     expect(parseCsv(text, 5).map((r) => r.line)).toEqual([1, 3, 4, 6, 7]);
-    let thrown: unknown;
-    try {
-      parseCsv(text, 3);
-    } catch (err) {
-      thrown = err;
-    }
+    const thrown = thrownBy(() => parseCsv(text, 3));
     expect(thrown).toBeInstanceOf(CsvLimitError);
     expect(thrown).toMatchObject({
       what: 'records',
@@ -63,12 +67,7 @@ describe('parseCsv', () => {
     // Blank lines hold no fields; the header's count.
     const text = 'name,type\n\na,b\nc\n\nd,e,f\n';
     expect(parseCsv(text, Infinity, 8).map((r) => r.line)).toEqual([1, 3, 4, 6]);
-    let thrown: unknown;
-    try {
-      parseCsv(text, Infinity, 7);
-    } catch (err) {
-      thrown = err;
-    }
+    const thrown = thrownBy(() => parseCsv(text, Infinity, 7));
     expect(thrown).toBeInstanceOf(CsvLimitError);
     expect(thrown).toMatchObject({
       what: 'fields',
