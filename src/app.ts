@@ -154,12 +154,14 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
       metrics,
       corsOriginAllowed: corsOriginMatcher(redirectPatternsFor(config, spec), config.corsOrigins),
     });
-    // One request switch per listener, shared by its servers: the application is swapped in per listener.
-    const bound: { configured: ListenerSpec; servers: BoundServer[]; requests: RequestSwitch }[] = [];
+    // One request switch per listener, shared by its servers: the application is swapped in per
+    // listener. The configuration stays as loaded: the resolved addresses travel in new specs.
+    const listeners: (RunningListener & { requests: RequestSwitch })[] = [];
     for (const configured of config.listeners) {
+      const frame = frameOf(configured);
       const requests = createRequestSwitch({
-        starting: unavailableApp('starting', configured, frameOf(configured)).callback(),
-        stopping: unavailableApp('stopping', configured, frameOf(configured)).callback(),
+        starting: unavailableApp('starting', configured, frame).callback(),
+        stopping: unavailableApp('stopping', configured, frame).callback(),
       });
       const servers: BoundServer[] = [];
       for (const iface of configured.interfaces) {
@@ -172,19 +174,19 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
         served.push({ server: server.server, requests });
         servers.push(server);
       }
-      bound.push({ configured, servers, requests });
+      const addresses = configured.addresses.map((a) => withBoundPort(a, servers));
+      const spec = { ...configured, addresses };
+      listeners.push({
+        name: spec.name,
+        spec,
+        urls: addresses.map((a) => `https://${a}`),
+        servers,
+        requests,
+      });
     }
     logger.info(
-      { interfaces: bound.flatMap((b) => b.servers.map((s) => `${s.requested} (${s.port})`)) },
+      { interfaces: listeners.flatMap((l) => l.servers.map((s) => `${s.requested} (${s.port})`)) },
       'listeners bound; answering 503 until started',
-    );
-    // The configuration stays as loaded: the resolved addresses travel in new listener specs.
-    const listeners: (RunningListener & { requests: RequestSwitch })[] = bound.map(
-      ({ configured, servers, requests }) => {
-        const addresses = configured.addresses.map((a) => withBoundPort(a, servers));
-        const spec = { ...configured, addresses };
-        return { name: spec.name, spec, urls: addresses.map((a) => `https://${a}`), servers, requests };
-      },
     );
 
     services = await compose({
@@ -224,7 +226,18 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
         keepIdleConnections: true,
         graceMs: Math.max(500, config.server.shutdownGracePeriod * 1000 - CLEANUP_RESERVE_MS),
       }));
-    return { config, knex, database, pki, services, listeners, admin, logger, close, shutdown };
+    return {
+      config,
+      knex,
+      database,
+      pki,
+      services,
+      listeners: listeners.map(({ requests: _, ...running }) => running),
+      admin,
+      logger,
+      close,
+      shutdown,
+    };
   } catch (err) {
     await stopAll({ keepIdleConnections: false, graceMs: 10_000 }).catch(() => undefined);
     throw err;

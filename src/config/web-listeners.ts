@@ -55,17 +55,15 @@ function toSpec(listener: WebListenerConfig): ListenerSpec {
  * listener hosting `edge-client` unless auto-binding is disabled or some listener lists it.
  */
 export function resolveListeners(config: ParsedConfig): ListenerSpec[] {
-  const configured = config.web ?? [defaultListener(config)];
-  const { address } = config.metrics;
-  const listeners = (
-    address && config.metrics.enabled ? [...configured, metricsListener(address)] : configured
-  ).map(toSpec);
+  const { enabled, address } = config.metrics;
+  const ownListener = enabled && address ? toSpec(metricsListener(address)) : undefined;
+  const listeners = (config.web ?? [defaultListener(config)]).map(toSpec);
+  if (ownListener) listeners.push(ownListener);
   // Metrics: on the metrics.address listener alone when it is set, else wherever a listener lists
   // them, else on every listener; never when disabled.
-  const ownListener = address && config.metrics.enabled ? listeners.at(-1) : undefined;
   const explicitMetrics = listeners.some((l) => l.apis.has('metrics'));
   for (const l of listeners) {
-    if (!config.metrics.enabled || (ownListener && l !== ownListener)) l.apis.delete('metrics');
+    if (!enabled || (ownListener && l !== ownListener)) l.apis.delete('metrics');
     else if (!explicitMetrics) l.apis.set('metrics', {});
   }
   if (!config.edge) {
