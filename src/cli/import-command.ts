@@ -33,6 +33,13 @@ export interface RowFailure {
   message: string;
 }
 
+interface Created {
+  row: number;
+  name: string;
+  id: string;
+  isAdmin: boolean;
+}
+
 class RowError extends Error {}
 
 const text = (v: unknown) =>
@@ -102,11 +109,68 @@ function batchSizeOf(ctx: CommandContext): number {
   return n;
 }
 
+/** A row that asks for an admin; a row whose isAdmin is no boolean fails later, as INVALID_ROW. */
+function isAdminRow({ values }: ImportRow): boolean {
+  try {
+    return booleanOf(values.isAdmin, 'isAdmin');
+  } catch {
+    return false;
+  }
+}
+
+/** How many admin rows a refusal names: enough to find them, few enough for one line. */
+const NAMED_ADMIN_ROWS = 5;
+/** A name as a message shows it: a CSV field may be 65,536 characters long. */
+const clip = (name: string) => (name.length > 64 ? `${name.slice(0, 64)}…` : name);
+const rowAndName = (row: number, name: string) => `${row} (${clip(name)})`;
+
+/**
+ * An admin may do anything to every identity, so a file does not make one unless the command line
+ * says so: an isAdmin column is easily carried over from an export or slipped into a shared file.
+ */
+function refuseAdminRows(path: string, rows: ImportRow[], allowed: boolean): void {
+  const admins = rows.filter(isAdminRow);
+  if (allowed || admins.length === 0) return;
+  const named = admins.slice(0, NAMED_ADMIN_ROWS).map((r) => rowAndName(r.row, text(r.values.name)));
+  const more = admins.length - named.length;
+  throw new UsageError(
+    `${path}: ${admins.length === 1 ? 'row' : 'rows'} ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''} ` +
+      `would create ${admins.length === 1 ? 'an admin' : 'admins'} (isAdmin true): ` +
+      'nothing was imported; give --allow-admins to import them',
+  );
+}
+
+/** The report: on stdout, as text or (--json) as one JSON document; rows in file order. */
+function printReport(
+  ctx: CommandContext,
+  path: string,
+  total: number,
+  created: Created[],
+  failed: RowFailure[],
+) {
+  const pick = ({ row, name, id }: Created) => ({ row, name, id });
+  const admins = created.filter((c) => c.isAdmin).map(pick);
+  if (ctx.json) {
+    out(ctx.io, JSON.stringify({ total, created: created.map(pick), admins, failed }, null, 2));
+    return;
+  }
+  out(ctx.io, `Imported ${created.length} of ${total} identities from ${path}`);
+  if (admins.length > 0) {
+    const list = admins.map((a) => rowAndName(a.row, a.name)).join(', ');
+    out(ctx.io, `Admins created (${admins.length}), by row: ${list}`);
+  }
+  if (failed.length > 0) {
+    const table = failed.map((f) => [String(f.row), f.name, f.code, f.message]);
+    out(ctx.io, formatTable(['ROW', 'NAME', 'CODE', 'MESSAGE'], table, { width: outputWidth(ctx.io) }));
+  }
+}
+
 async function importIdentities(ctx: CommandContext): Promise<void> {
   const path = resolve(ctx.io.cwd, ctx.positionals[0]!);
   const batchSize = batchSizeOf(ctx);
   const rows = readImportRows(path);
-  const created: { row: number; name: string; id: string }[] = [];
+  refuseAdminRows(path, rows, ctx.values['allow-admins'] === true);
+  const created: Created[] = [];
   const failed: RowFailure[] = [];
   await withSessionApi(ctx.io, async (api) => {
     const bar = progressBar(ctx.io.stderr, rows.length, 'importing identities');
@@ -114,8 +178,9 @@ async function importIdentities(ctx: CommandContext): Promise<void> {
     const importRow = async (row: ImportRow) => {
       const name = text(row.values.name);
       try {
-        const { data } = await api.post<{ id: string }>(IDENTITIES, { body: createBodyOf(row) });
-        created.push({ row: row.row, name, id: data.id });
+        const body = createBodyOf(row);
+        const { data } = await api.post<{ id: string }>(IDENTITIES, { body });
+        created.push({ row: row.row, name, id: data.id, isAdmin: body.isAdmin });
       } catch (err) {
         if (err instanceof RowError)
           failed.push({ row: row.row, name, code: 'INVALID_ROW', message: err.message });
@@ -138,15 +203,7 @@ async function importIdentities(ctx: CommandContext): Promise<void> {
   const byRow = (a: { row: number }, b: { row: number }) => a.row - b.row;
   created.sort(byRow);
   failed.sort(byRow);
-  if (ctx.json) {
-    out(ctx.io, JSON.stringify({ total: rows.length, created, failed }, null, 2));
-  } else {
-    out(ctx.io, `Imported ${created.length} of ${rows.length} identities from ${path}`);
-    if (failed.length > 0) {
-      const table = failed.map((f) => [String(f.row), f.name, f.code, f.message]);
-      out(ctx.io, formatTable(['ROW', 'NAME', 'CODE', 'MESSAGE'], table, { width: outputWidth(ctx.io) }));
-    }
-  }
+  printReport(ctx, path, rows.length, created, failed);
   if (failed.length > 0) throw new CliError(`${failed.length} of ${rows.length} rows failed`);
 }
 
@@ -155,9 +212,10 @@ export const importCommands: CommandSpec[] = [
     words: ['edge', 'import', 'identities'],
     args: '<file.csv|file.json>',
     summary: 'create identities from a CSV or JSON file, reporting each row that failed',
-    options: { 'batch-size': { type: 'string' } },
+    options: { 'batch-size': { type: 'string' }, 'allow-admins': { type: 'boolean' } },
     optionHelp: [
       ['--batch-size <n>', `parallel requests per batch (default ${DEFAULT_BATCH}, at most ${MAX_BATCH})`],
+      ['--allow-admins', 'create the rows whose isAdmin is true; without it such a file is refused'],
     ],
     positionals: { min: 1, max: 1 },
     run: importIdentities,
