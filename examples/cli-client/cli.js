@@ -3,6 +3,7 @@
 // Flow with PKCE and a loopback redirect on a random port (RFC 8252 §7.3), then a call to the
 // Edge API, a token refresh, and the call again with the new access token.
 // Run: NODE_EXTRA_CA_CERTS=data/pki/ca.pem node examples/cli-client/cli.js https://127.0.0.1:1280/oidc
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import * as client from 'openid-client';
@@ -28,8 +29,24 @@ const say = (line) => (values.json ? process.stderr : process.stdout).write(`${l
 
 const config = await client.discovery(issuer, values['client-id'], undefined, client.None());
 
-/** Waits for the browser to come back to http://127.0.0.1:<port>/auth/callback. */
-function loopback() {
+const digest = (text) => createHash('sha256').update(text).digest();
+/** Compared through digests, in constant time: the state is all that tells our answer apart. */
+const sameState = (a, b) => a !== null && timingSafeEqual(digest(a), digest(b));
+
+function answer(res, status, title, text) {
+  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', connection: 'close' });
+  res.end(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
+<title>${title}</title></head><body><main><h1>${title}</h1>
+<p>${text}</p></main></body></html>`);
+}
+
+/**
+ * Waits for the browser to come back to http://127.0.0.1:<port>/auth/callback with our `state`.
+ * Any local process can reach the loopback port, so a request without that state is answered 400
+ * and ignored: it cannot end the sign-in (RFC 8252 §8.3, RFC 9700 §4.7).
+ */
+function loopback(state) {
   let resolveCallback;
   let rejectCallback;
   const callback = new Promise((resolve, reject) => {
@@ -42,12 +59,17 @@ function loopback() {
       res.writeHead(404).end();
       return;
     }
+    if (!sameState(url.searchParams.get('state'), state)) {
+      answer(res, 400, 'Not this sign-in', 'This answer does not belong to the sign-in in progress.');
+      return;
+    }
     const ok = url.searchParams.has('code');
-    res.writeHead(ok ? 200 : 400, { 'content-type': 'text/html; charset=utf-8', connection: 'close' });
-    res.end(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
-<title>${ok ? 'Signed in' : 'Sign-in failed'}</title></head><body><main><h1>${ok ? 'Signed in' : 'Sign-in failed'}</h1>
-<p>You can close this window and return to the terminal.</p></main></body></html>`);
+    answer(
+      res,
+      ok ? 200 : 400,
+      ok ? 'Signed in' : 'Sign-in failed',
+      'You can close this window and return to the terminal.',
+    );
     resolveCallback(url);
   });
   const listening = new Promise((resolve) =>
@@ -78,10 +100,10 @@ async function currentIdentity(accessToken) {
   return (await response.json()).data;
 }
 
-const { listening, callback } = loopback();
+const state = client.randomState();
+const { listening, callback } = loopback(state);
 const redirectUri = `http://127.0.0.1:${await listening}/auth/callback`;
 const codeVerifier = client.randomPKCECodeVerifier();
-const state = client.randomState();
 const authorizationUrl = client.buildAuthorizationUrl(config, {
   redirect_uri: redirectUri,
   scope: 'openid offline_access',

@@ -1,7 +1,7 @@
 // A server-side relying party: signs users in at the svc controller with the Authorization Code
 // Flow and PKCE (openid-client), calls the Edge API with the access token, and signs out through
 // end_session. Run: NODE_EXTRA_CA_CERTS=data/pki/ca.pem node examples/web-app/server.js
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { setInterval } from 'node:timers';
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -18,19 +18,29 @@ const config = await client.discovery(issuer, clientId, undefined, client.None()
 
 /**
  * Sessions in memory, found by a random cookie; a real app would use a store that survives
- * restarts. A sign-in that is started and never finished is forgotten after ten minutes.
+ * restarts. Anyone can start a sign-in without signing in, so unfinished sign-ins are kept apart
+ * and bounded: at most MAX_PENDING (the oldest is dropped for a new one), each for ten minutes.
+ * Signed-in sessions exist only after the controller has authenticated someone.
  */
 const sessions = new Map();
+const pending = new Map();
 const COOKIE = 'webapp.sid';
 const PENDING_MS = 10 * 60_000;
+const MAX_PENDING = Number(process.env.MAX_PENDING_SIGN_INS ?? 1000);
 setInterval(() => {
-  const now = Date.now();
-  for (const [id, s] of sessions) if (!s.tokens && now - s.started > PENDING_MS) sessions.delete(id);
+  // A Map iterates in insertion order: the oldest sign-ins come first.
+  for (const [id, s] of pending) {
+    if (Date.now() - s.started <= PENDING_MS) break;
+    pending.delete(id);
+  }
 }, 60_000).unref();
 
 function sessionOf(ctx) {
   const id = ctx.cookies.get(COOKIE);
-  return id ? sessions.get(id) : undefined;
+  if (!id) return undefined;
+  const started = pending.get(id);
+  // An expired sign-in the sweep has not reached yet is already gone.
+  return sessions.get(id) ?? (started && Date.now() - started.started <= PENDING_MS ? started : undefined);
 }
 
 /**
@@ -40,9 +50,15 @@ function sessionOf(ctx) {
  * session fixation, OWASP Session Management Cheat Sheet).
  */
 function newSession(ctx, data) {
-  sessions.delete(ctx.cookies.get(COOKIE));
+  const old = ctx.cookies.get(COOKIE);
+  sessions.delete(old);
+  pending.delete(old);
   const id = randomBytes(32).toString('base64url');
-  sessions.set(id, data);
+  if (data.tokens) sessions.set(id, data);
+  else {
+    if (pending.size >= MAX_PENDING) pending.delete(pending.keys().next().value);
+    pending.set(id, data);
+  }
   // Secure is set when the request came over HTTPS (Koa's default).
   ctx.cookies.set(COOKIE, id, { httpOnly: true, sameSite: 'lax', overwrite: true });
   return data;
@@ -54,6 +70,32 @@ const escapeHtml = (s) =>
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
   );
 
+const STYLE = `body{font:1rem/1.5 system-ui,sans-serif;max-width:40rem;margin:0 auto;padding:1.5rem 1rem}
+pre{background:#f4f4f4;padding:.75rem;overflow:auto}button,.button{font:inherit;padding:.5rem 1rem}`;
+
+/**
+ * The pages run no script and load nothing: the policy allows only the one inline style (by its
+ * hash), the empty data: icon, and forms that post here, whose answer may redirect to the
+ * controller's end_session (browsers check form-action on redirects too). No other site may frame
+ * them (clickjacking on Sign out), and no URL, with its code and state, leaks as a Referer.
+ */
+const endSession = config.serverMetadata().end_session_endpoint;
+const CSP = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
+  'img-src data:',
+  `form-action 'self'${endSession ? ` ${new URL(endSession).origin}` : ''}`,
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+function securityHeaders(ctx) {
+  ctx.set('content-security-policy', CSP);
+  ctx.set('x-frame-options', 'DENY');
+  ctx.set('x-content-type-options', 'nosniff');
+  ctx.set('referrer-policy', 'no-referrer');
+}
+
 function page(ctx, title, body, status = 200) {
   ctx.status = status;
   ctx.type = 'html';
@@ -64,8 +106,7 @@ function page(ctx, title, body, status = 200) {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)} · example web app</title>
 <link rel="icon" href="data:,">
-<style>body{font:1rem/1.5 system-ui,sans-serif;max-width:40rem;margin:0 auto;padding:1.5rem 1rem}
-pre{background:#f4f4f4;padding:.75rem;overflow:auto}button,.button{font:inherit;padding:.5rem 1rem}</style>
+<style>${STYLE}</style>
 </head>
 <body><main><h1>${escapeHtml(title)}</h1>${body}</main></body>
 </html>`;
@@ -146,8 +187,9 @@ router.get('/auth/callback', async (ctx) => {
 
 router.post('/logout', (ctx) => {
   const id = ctx.cookies.get(COOKIE);
-  const session = id ? sessions.get(id) : undefined;
+  const session = sessionOf(ctx);
   sessions.delete(id);
+  pending.delete(id);
   ctx.cookies.set(COOKIE, null);
   ctx.status = 303;
   if (!session?.tokens) return ctx.redirect('/');
@@ -165,6 +207,8 @@ router.get('/auth/logout', (ctx) =>
 
 const app = new Koa();
 app.use(async (ctx, next) => {
+  // Set first, on every answer: an error page is a page too.
+  securityHeaders(ctx);
   try {
     await next();
   } catch (err) {

@@ -1,11 +1,9 @@
-import { readFileSync, statSync } from 'node:fs';
-import { extname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { ApiError } from './api-client.js';
 import { CliError, UsageError } from './cli-error.js';
 import { out, outputWidth } from './cli-io.js';
 import { stringOption, type CommandContext, type CommandSpec } from './command-spec.js';
-import { countJsonArrayItems, JsonLimitError } from './count-json-array-items.js';
-import { CsvLimitError, parseCsv } from './csv.js';
+import { readImportRows, type ImportRow } from './import-file.js';
 import { progressBar } from './progress-bar.js';
 import { withSessionApi } from './session-client.js';
 import { formatTable } from './table.js';
@@ -13,40 +11,6 @@ import { formatTable } from './table.js';
 const IDENTITIES = '/edge/management/v1/identities';
 const DEFAULT_BATCH = 20;
 const MAX_BATCH = 100;
-/** Largest import file: far more than an import needs, small enough to read into memory whole. */
-export const MAX_IMPORT_BYTES = 64 * 1024 * 1024;
-/**
- * Most rows in an import file. The bytes alone do not bound the memory: each row becomes objects
- * many times the size of its text, so 64 MiB of one-character rows would exhaust the heap.
- */
-export const MAX_IMPORT_ROWS = 1_000_000;
-/**
- * Most values in an import file: the fields of its CSV records, header included, or in JSON its
- * rows, their values and the elements of their arrays. Ten values a row: more than rows that fit
- * 1,000,000 to 64 MiB can hold. The row limit alone let one row, or rows of empty fields, carry
- * tens of millions of values: 64 MiB of them took 0.8 to 1.4 GiB of heap; 10,000,000 of the
- * costliest kind (short distinct strings) take about 300 MiB of heap, 800 MB resident at the peak
- * of JSON.parse: the order of what 1,000,000 plain CSV rows take (600 MB).
- */
-export const MAX_IMPORT_VALUES = 10 * MAX_IMPORT_ROWS;
-/**
- * Deepest nesting in a JSON import file: the array (1) of rows (2), whose values are scalars or
- * arrays of scalars (3), as roleAttributes.
- */
-export const MAX_JSON_DEPTH = 3;
-/** The columns (CSV header) or keys (JSON objects) of a row; docs/cli.md explains each. */
-const COLUMNS = [
-  'name',
-  'type',
-  'isAdmin',
-  'updb',
-  'ottca',
-  'enrollment',
-  'externalId',
-  'authPolicyId',
-  'roleAttributes',
-] as const;
-type Column = (typeof COLUMNS)[number];
 const TYPES: Record<string, string> = {
   device: 'Device',
   service: 'Service',
@@ -62,12 +26,6 @@ const BOOLEANS: Record<string, boolean> = {
   '0': false,
 };
 
-/** One row of the file: where it is (CSV line or JSON position), and its values. */
-interface Row {
-  row: number;
-  values: Partial<Record<Column, unknown>>;
-}
-
 export interface RowFailure {
   row: number;
   name: string;
@@ -75,111 +33,14 @@ export interface RowFailure {
   message: string;
 }
 
+interface Created {
+  row: number;
+  name: string;
+  id: string;
+  isAdmin: boolean;
+}
+
 class RowError extends Error {}
-
-function readRows(path: string): Row[] {
-  let text: string;
-  try {
-    const size = statSync(path).size;
-    if (size > MAX_IMPORT_BYTES) {
-      throw new CliError(
-        `${path} is ${size} bytes; an import file may be at most ${MAX_IMPORT_BYTES} bytes (64 MiB): split it`,
-      );
-    }
-    // A UTF-8 byte-order mark, as some editors write, is no part of the data.
-    text = readFileSync(path, 'utf8').replace(/^\uFEFF/, '');
-  } catch (err) {
-    if (err instanceof CliError) throw err;
-    throw new CliError(
-      `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-    );
-  }
-  return extname(path).toLowerCase() === '.json' ? jsonRows(path, text) : csvRows(path, text);
-}
-
-const tooManyRows = (path: string) =>
-  new CliError(`${path} has more than ${MAX_IMPORT_ROWS} rows, the most an import file may have: split it`);
-const tooManyValues = (path: string, what: string) =>
-  new CliError(
-    `${path} has more than ${MAX_IMPORT_VALUES} ${what}, the most an import file may have: split it`,
-  );
-/** A column name as an error shows it: a name may be a whole field or JSON key, megabytes long. */
-const clip = (name: string) => (name.length > 64 ? `${name.slice(0, 64)}…` : name);
-const unknownColumns = (path: string, unknown: string[]) =>
-  new UsageError(`${path}: unknown column ${unknown.map(clip).join(', ')}; known: ${COLUMNS.join(', ')}`);
-
-function checkColumns(path: string, names: string[]): void {
-  const unknown = names.filter((n) => !(COLUMNS as readonly string[]).includes(n));
-  if (unknown.length > 0) throw unknownColumns(path, unknown);
-  if (!names.includes('name')) throw new UsageError(`${path}: a "name" column is required`);
-}
-
-function csvRows(path: string, text: string): Row[] {
-  let records;
-  try {
-    records = parseCsv(text, MAX_IMPORT_ROWS + 1, MAX_IMPORT_VALUES); // the header and the rows
-  } catch (err) {
-    if (err instanceof CsvLimitError) {
-      throw err.what === 'records' ? tooManyRows(path) : tooManyValues(path, 'fields');
-    }
-    throw new CliError(`${path}: ${(err as Error).message}`);
-  }
-  const [header, ...body] = records;
-  if (!header) return [];
-  const names = header.fields.map((f) => f.trim());
-  checkColumns(path, names);
-  return body.map((r) => ({
-    row: r.line,
-    values: Object.fromEntries(names.map((n, i) => [n, r.fields[i]?.trim() ?? ''])),
-  }));
-}
-
-const JSON_LIMITS = {
-  items: MAX_IMPORT_ROWS,
-  values: MAX_IMPORT_VALUES,
-  depth: MAX_JSON_DEPTH,
-  keys: new Set<string>(COLUMNS),
-};
-
-/** Checks the file against JSON_LIMITS before JSON.parse builds any of it. */
-function checkJsonLimits(path: string, text: string): void {
-  try {
-    countJsonArrayItems(text, JSON_LIMITS);
-  } catch (err) {
-    if (!(err instanceof JsonLimitError)) throw err;
-    if (err.limit === 'items') throw tooManyRows(path);
-    if (err.limit === 'values') {
-      throw tooManyValues(path, 'values (rows, the values in them and the elements of their arrays)');
-    }
-    if (err.limit === 'key') throw unknownColumns(path, [err.key!]);
-    if (err.item === 0) throw new CliError(`${path}: expected a JSON array of identities`);
-    throw new CliError(
-      `${path}: row ${err.item} nests too deep: a row is an object whose values are text, numbers, ` +
-        'true, false, null or arrays of those',
-    );
-  }
-}
-
-function jsonRows(path: string, text: string): Row[] {
-  checkJsonLimits(path, text);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw new CliError(`${path}: not valid JSON: ${(err as Error).message}`);
-  }
-  if (!Array.isArray(parsed)) throw new CliError(`${path}: expected a JSON array of identities`);
-  const keys = new Set<string>();
-  for (const item of parsed) {
-    if (typeof item === 'object' && item !== null && !Array.isArray(item))
-      Object.keys(item).forEach((k) => keys.add(k));
-  }
-  checkColumns(path, keys.size === 0 ? ['name'] : [...keys]);
-  return parsed.map((item, i) => ({
-    row: i + 1,
-    values: typeof item === 'object' && item !== null && !Array.isArray(item) ? (item as Row['values']) : {},
-  }));
-}
 
 const text = (v: unknown) =>
   v === undefined || v === null ? '' : typeof v === 'string' ? v.trim() : String(v);
@@ -192,7 +53,7 @@ function booleanOf(v: unknown, column: string): boolean {
   throw new RowError(`${column} must be true or false`);
 }
 
-function enrollmentOf(values: Row['values']) {
+function enrollmentOf(values: ImportRow['values']) {
   const updb = text(values.updb);
   const ottca = text(values.ottca);
   const kind = text(values.enrollment).toLowerCase();
@@ -220,7 +81,7 @@ function rolesOf(v: unknown): string[] | undefined {
 }
 
 /** The create body of a row; a row that cannot make one fails here, without a request. */
-export function createBodyOf({ values }: Row) {
+export function createBodyOf({ values }: ImportRow) {
   const name = text(values.name);
   if (name === '') throw new RowError('name is empty');
   const typeWord = text(values.type).toLowerCase();
@@ -248,20 +109,78 @@ function batchSizeOf(ctx: CommandContext): number {
   return n;
 }
 
+/** A row that asks for an admin; a row whose isAdmin is no boolean fails later, as INVALID_ROW. */
+function isAdminRow({ values }: ImportRow): boolean {
+  try {
+    return booleanOf(values.isAdmin, 'isAdmin');
+  } catch {
+    return false;
+  }
+}
+
+/** How many admin rows a refusal names: enough to find them, few enough for one line. */
+const NAMED_ADMIN_ROWS = 5;
+/** A name as a message shows it: a CSV field may be 65,536 characters long. */
+const clip = (name: string) => (name.length > 64 ? `${name.slice(0, 64)}…` : name);
+const rowAndName = (row: number, name: string) => `${row} (${clip(name)})`;
+
+/**
+ * An admin may do anything to every identity, so a file does not make one unless the command line
+ * says so: an isAdmin column is easily carried over from an export or slipped into a shared file.
+ */
+function refuseAdminRows(path: string, rows: ImportRow[], allowed: boolean): void {
+  const admins = rows.filter(isAdminRow);
+  if (allowed || admins.length === 0) return;
+  const named = admins.slice(0, NAMED_ADMIN_ROWS).map((r) => rowAndName(r.row, text(r.values.name)));
+  const more = admins.length - named.length;
+  throw new UsageError(
+    `${path}: ${admins.length === 1 ? 'row' : 'rows'} ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''} ` +
+      `would create ${admins.length === 1 ? 'an admin' : 'admins'} (isAdmin true): ` +
+      'nothing was imported; give --allow-admins to import them',
+  );
+}
+
+/** The report: on stdout, as text or (--json) as one JSON document; rows in file order. */
+function printReport(
+  ctx: CommandContext,
+  path: string,
+  total: number,
+  created: Created[],
+  failed: RowFailure[],
+) {
+  const pick = ({ row, name, id }: Created) => ({ row, name, id });
+  const admins = created.filter((c) => c.isAdmin).map(pick);
+  if (ctx.json) {
+    out(ctx.io, JSON.stringify({ total, created: created.map(pick), admins, failed }, null, 2));
+    return;
+  }
+  out(ctx.io, `Imported ${created.length} of ${total} identities from ${path}`);
+  if (admins.length > 0) {
+    const list = admins.map((a) => rowAndName(a.row, a.name)).join(', ');
+    out(ctx.io, `Admins created (${admins.length}), by row: ${list}`);
+  }
+  if (failed.length > 0) {
+    const table = failed.map((f) => [String(f.row), f.name, f.code, f.message]);
+    out(ctx.io, formatTable(['ROW', 'NAME', 'CODE', 'MESSAGE'], table, { width: outputWidth(ctx.io) }));
+  }
+}
+
 async function importIdentities(ctx: CommandContext): Promise<void> {
   const path = resolve(ctx.io.cwd, ctx.positionals[0]!);
   const batchSize = batchSizeOf(ctx);
-  const rows = readRows(path);
-  const created: { row: number; name: string; id: string }[] = [];
+  const rows = readImportRows(path);
+  refuseAdminRows(path, rows, ctx.values['allow-admins'] === true);
+  const created: Created[] = [];
   const failed: RowFailure[] = [];
   await withSessionApi(ctx.io, async (api) => {
     const bar = progressBar(ctx.io.stderr, rows.length, 'importing identities');
     let done = 0;
-    const importRow = async (row: Row) => {
+    const importRow = async (row: ImportRow) => {
       const name = text(row.values.name);
       try {
-        const { data } = await api.post<{ id: string }>(IDENTITIES, { body: createBodyOf(row) });
-        created.push({ row: row.row, name, id: data.id });
+        const body = createBodyOf(row);
+        const { data } = await api.post<{ id: string }>(IDENTITIES, { body });
+        created.push({ row: row.row, name, id: data.id, isAdmin: body.isAdmin });
       } catch (err) {
         if (err instanceof RowError)
           failed.push({ row: row.row, name, code: 'INVALID_ROW', message: err.message });
@@ -284,15 +203,7 @@ async function importIdentities(ctx: CommandContext): Promise<void> {
   const byRow = (a: { row: number }, b: { row: number }) => a.row - b.row;
   created.sort(byRow);
   failed.sort(byRow);
-  if (ctx.json) {
-    out(ctx.io, JSON.stringify({ total: rows.length, created, failed }, null, 2));
-  } else {
-    out(ctx.io, `Imported ${created.length} of ${rows.length} identities from ${path}`);
-    if (failed.length > 0) {
-      const table = failed.map((f) => [String(f.row), f.name, f.code, f.message]);
-      out(ctx.io, formatTable(['ROW', 'NAME', 'CODE', 'MESSAGE'], table, { width: outputWidth(ctx.io) }));
-    }
-  }
+  printReport(ctx, path, rows.length, created, failed);
   if (failed.length > 0) throw new CliError(`${failed.length} of ${rows.length} rows failed`);
 }
 
@@ -301,9 +212,10 @@ export const importCommands: CommandSpec[] = [
     words: ['edge', 'import', 'identities'],
     args: '<file.csv|file.json>',
     summary: 'create identities from a CSV or JSON file, reporting each row that failed',
-    options: { 'batch-size': { type: 'string' } },
+    options: { 'batch-size': { type: 'string' }, 'allow-admins': { type: 'boolean' } },
     optionHelp: [
       ['--batch-size <n>', `parallel requests per batch (default ${DEFAULT_BATCH}, at most ${MAX_BATCH})`],
+      ['--allow-admins', 'create the rows whose isAdmin is true; without it such a file is refused'],
     ],
     positionals: { min: 1, max: 1 },
     run: importIdentities,

@@ -6,6 +6,7 @@ import { requestContext } from '../middleware/request-context.js';
 import { errorHandler, notFound } from '../middleware/error-handler.js';
 import { securityHeaders } from '../middleware/security-headers.js';
 import { cors } from '../middleware/cors.js';
+import { absoluteFormTarget } from '../middleware/absolute-form-target.js';
 import { httpMetrics } from '../middleware/metrics.js';
 import type { MetricsRegistry } from '../services/metrics-registry.js';
 
@@ -49,6 +50,8 @@ export function listenerFrame(app: Koa, spec: ListenerSpec, options: ListenerApp
   app.use(errorHandler);
   app.use(securityHeaders);
   app.use(cors(options.corsOriginAllowed ?? (() => false)));
+  // Before anything reads the path or the Host: `GET https://host/path` is routed as `GET /path`.
+  app.use(absoluteFormTarget);
   return app;
 }
 

@@ -39,11 +39,13 @@ describe('svc edge import identities, tables, completion', () => {
       ].join('\r\n'),
     );
 
-    const res = await svc(['edge', 'import', 'identities', file]);
+    const res = await svc(['edge', 'import', 'identities', file, '--allow-admins']);
 
     expect(res.code).toBe(1);
     expect(res.stderr).toBe('svc: 2 of 5 rows failed\n');
-    expect(res.stdout).toContain(`Imported 3 of 5 identities from ${file}`);
+    expect(res.stdout).toContain(
+      `Imported 3 of 5 identities from ${file}\nAdmins created (1), by row: 7 (imp-admin)\n`,
+    );
     const lines = res.stdout.split('\n');
     expect(lines.find((l) => l.startsWith('3 '))).toMatch(/^3\s+imp-taken\s+CONFLICT\s+.*name/);
     expect(lines.find((l) => l.startsWith('6 '))).toMatch(
@@ -61,6 +63,48 @@ describe('svc edge import identities, tables, completion', () => {
     const admin = await fixture.detailByName('imp-admin');
     expect(admin).toMatchObject({ isAdmin: true });
     expect(Object.keys(admin.enrollment)).toEqual(['ott']);
+  });
+
+  test('a file with admin rows is refused without --allow-admins, naming the rows; nothing is imported', async () => {
+    const rows = [
+      'name,isAdmin',
+      'imp-adm-plain,false',
+      ...Array.from({ length: 7 }, (_, i) => `imp-adm-${i},${['true', 'yes', '1', 'TRUE'][i % 4]}`),
+      'imp-adm-odd,maybe',
+    ];
+    const file = writeHome('admins.csv', rows.join('\n'));
+
+    const refused = await svc(['edge', 'import', 'identities', file]);
+
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toBe(
+      `svc: ${file}: rows 3 (imp-adm-0), 4 (imp-adm-1), 5 (imp-adm-2), 6 (imp-adm-3), 7 (imp-adm-4) ` +
+        'and 2 more would create admins (isAdmin true): nothing was imported; give --allow-admins to import them\n',
+    );
+    const listed = await fixture.api.get(
+      `/identities?filter=${encodeURIComponent('name contains "imp-adm-"')}`,
+    );
+    expect(listed.body.data).toEqual([]);
+
+    const one = writeHome('one-admin.json', JSON.stringify([{ name: 'imp-adm-j', isAdmin: true }]));
+    const refusedJson = await svc(['edge', 'import', 'identities', one, '--json']);
+    expect(refusedJson.code).toBe(2);
+    expect(refusedJson.stderr).toContain(`${one}: row 1 (imp-adm-j) would create an admin (isAdmin true)`);
+
+    const allowed = await svc(['edge', 'import', 'identities', file, '--allow-admins', '--json']);
+
+    expect(allowed.code).toBe(1); // the "maybe" row
+    const report = JSON.parse(allowed.stdout);
+    expect(report.admins.map((a: any) => [a.row, a.name])).toEqual(
+      Array.from({ length: 7 }, (_, i) => [i + 3, `imp-adm-${i}`]),
+    );
+    expect(report.created).toHaveLength(8);
+    expect(report.failed).toEqual([
+      { row: 10, name: 'imp-adm-odd', code: 'INVALID_ROW', message: 'isAdmin must be true or false' },
+    ]);
+    expect(await fixture.detailByName('imp-adm-3')).toMatchObject({ isAdmin: true });
+    expect(await fixture.detailByName('imp-adm-plain')).toMatchObject({ isAdmin: false });
   });
 
   test('a JSON import in batches with --json lists every created id; exit 0 when no row failed', async () => {
@@ -287,6 +331,7 @@ describe('svc edge import identities, tables, completion', () => {
     expect(complete('svc', '')).toBe('login edge enroll keys controller completion');
     expect(complete('svc', 'edge', 'im')).toBe('import');
     expect(complete('svc', 'edge', 'import', 'identities', '--b')).toBe('--batch-size');
+    expect(complete('svc', 'edge', 'import', 'identities', '--al')).toBe('--allow-admins');
     expect(complete('svc', 'edge', 'create', 'identity', '--ad')).toBe('--admin');
     expect(complete('svc', 'edge', 'create', 'identity', 'd')).toBe('device');
     expect(complete('svc', 'edge', 'create', 'identity', 'device', '')).toBe('');
