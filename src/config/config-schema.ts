@@ -109,7 +109,9 @@ export const edgeSchema = z.object({
   api: z
     .object({
       sessionTimeout: duration('30m').meta({
-        description: 'Legacy API session (svc-session header) expires after this long without use.',
+        description:
+          'Legacy API session (svc-session header) expires after this long without use (and at the latest ' +
+          'edge.oidc.maxSessionDuration after its login).',
       }),
       disableOidcAutoBinding: bool(false).meta({
         description: 'true: edge-oidc is not added to every listener that hosts edge-client.',
@@ -128,7 +130,9 @@ export const edgeSchema = z.object({
         description: 'Lifetime of refresh tokens (raised to at least the access token lifetime + 1m).',
       }),
       maxSessionDuration: duration('720h').meta({
-        description: 'Longest chain of refresh tokens (30 days).',
+        description:
+          'Longest chain of refresh tokens (30 days), and longest life of a legacy API session from its ' +
+          'login, however often it is used.',
       }),
       keyRotationGrace: duration('10m').meta({
         description:
