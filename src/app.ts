@@ -16,6 +16,7 @@ import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstr
 import { compose, type Services } from './compose.js';
 import { buildKoaApp } from './listeners/build-koa-app.js';
 import { corsOriginMatcher, redirectPatternsFor } from './config/uri-patterns.js';
+import { cipherString } from './config/tls-ciphers.js';
 import { listenHttps, splitHostPort, withBoundPort, type BoundServer } from './listeners/https-listeners.js';
 import { createRequestSwitch, type RequestSwitch } from './listeners/request-switch.js';
 import { unavailableApp } from './listeners/unavailable-app.js';
@@ -168,6 +169,7 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
         const server = await listenHttps(iface, pki, {
           onRequest: requests.handle,
           handshakeTimeoutMs: config.server.tlsHandshakeTimeout * 1000,
+          ciphers: cipherString(config.tls.ciphers),
           responseDeadlineMs: config.server.responseDeadline * 1000,
           proxyProtocol: configured.proxyProtocol && { ...configured.proxyProtocol, logger },
         });

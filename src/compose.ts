@@ -92,7 +92,13 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     published: () => revocationState.refresh().catch(() => undefined),
     audit,
   });
-  const sessions = createSessionService({ db: knex, sessionTimeout, revocations, audit });
+  const sessions = createSessionService({
+    db: knex,
+    sessionTimeout,
+    maxSessionDuration: edge.oidc.maxSessionDuration,
+    revocations,
+    audit,
+  });
   revocationState.onSessionRevoked((id) => sessions.forget(id));
   const lockout = createLoginLockout({ knex, revocations });
   const passwordMethod = createPasswordMethod({ knex, lockout, onVerify: metrics.observePasswordVerify });

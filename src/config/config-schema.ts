@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { cidrProblem } from './cidr.js';
+import { cipherProblem } from './tls-ciphers.js';
 
 /** A duration setting (`90s`, `30m`, `24h`) parsed to whole seconds. */
 const duration = (fallback: string) =>
@@ -49,6 +50,22 @@ const stringList = z.preprocess(
           .filter(Boolean)
       : v,
   z.array(z.string().min(1)),
+);
+
+/** OpenSSL cipher suite names: a list, or one string separated by colons (or commas). */
+const cipherList = z.preprocess(
+  (v) => (typeof v === 'string' ? v.split(/[:,\s]+/).filter(Boolean) : v),
+  z
+    .array(
+      z
+        .string()
+        .transform((s) => s.toUpperCase())
+        .superRefine((s, ctx) => {
+          const problem = cipherProblem(s);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        }),
+    )
+    .min(1, 'must name at least one cipher suite'),
 );
 
 /** `host:port`; IPv6 hosts in brackets. */
@@ -109,7 +126,9 @@ export const edgeSchema = z.object({
   api: z
     .object({
       sessionTimeout: duration('30m').meta({
-        description: 'Legacy API session (svc-session header) expires after this long without use.',
+        description:
+          'Legacy API session (svc-session header) expires after this long without use (and at the latest ' +
+          'edge.oidc.maxSessionDuration after its login).',
       }),
       disableOidcAutoBinding: bool(false).meta({
         description: 'true: edge-oidc is not added to every listener that hosts edge-client.',
@@ -128,7 +147,9 @@ export const edgeSchema = z.object({
         description: 'Lifetime of refresh tokens (raised to at least the access token lifetime + 1m).',
       }),
       maxSessionDuration: duration('720h').meta({
-        description: 'Longest chain of refresh tokens (30 days).',
+        description:
+          'Longest chain of refresh tokens (30 days), and longest life of a legacy API session from its ' +
+          'login, however often it is used.',
       }),
       keyRotationGrace: duration('10m').meta({
         description:
@@ -299,6 +320,17 @@ export const configSchema = z.object({
           unset: 'generated PKI',
           examples: ['/etc/svc/tls/ca.pem'],
         }),
+      ciphers: cipherList.optional().meta({
+        description:
+          'TLS 1.2 cipher suites (OpenSSL names; colon-separated in the variable) offered instead of the ' +
+          'default, ECDHE with AES-GCM or ChaCha20-Poly1305 (docs/operations.md, "TLS with own ' +
+          'certificates"), for old clients that support none of those. A suite beyond the default is ' +
+          'named in a warning at start. TLS 1.3 always offers the Node.js default suites.',
+        unset: 'ECDHE with AES-GCM or ChaCha20-Poly1305',
+        examples: [
+          ['ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-ECDSA-AES128-SHA'],
+        ],
+      }),
     })
     .prefault({})
     .meta({

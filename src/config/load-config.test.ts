@@ -150,6 +150,29 @@ describe('bad values stop the start with one line naming the key', () => {
     expect(message({ SVC_MASTER_KEY: 'c2hvcnQ=' })).toMatch(/^invalid configuration: masterKey/);
   });
 
+  test('tls.ciphers: unknown names, TLS 1.3 names and an empty list are refused naming the key', () => {
+    expect(message({ SVC_TLS_CIPHERS: 'ECDHE-ECDSA-AES128-GCM-SHA256:NO-SUCH-SUITE' })).toBe(
+      'invalid configuration: tls.ciphers.1 (SVC_TLS_CIPHERS): NO-SUCH-SUITE is not a cipher suite name this OpenSSL knows',
+    );
+    expect(message({ SVC_TLS_CIPHERS: 'TLS_AES_128_GCM_SHA256' })).toMatch(
+      /^invalid configuration: tls\.ciphers\.0 \(SVC_TLS_CIPHERS\): TLS_AES_128_GCM_SHA256: TLS 1\.3 suites are not configurable/,
+    );
+    expect(message({ SVC_TLS_CIPHERS: ':' })).toMatch(/^invalid configuration: tls\.ciphers/);
+  });
+
+  test('tls.ciphers: a warning names only the suites beyond the default', () => {
+    const narrowed = load({ SVC_TLS_CIPHERS: 'ecdhe-ecdsa-aes256-gcm-sha384' });
+    const yaml = 'tls:\n  ciphers: [ECDHE-ECDSA-AES128-GCM-SHA256, ECDHE-RSA-AES256-SHA]\n';
+    const widened = load({ SVC_CONFIG: 'c.yaml' }, { 'c.yaml': yaml });
+
+    expect(narrowed.tls.ciphers).toEqual(['ECDHE-ECDSA-AES256-GCM-SHA384']);
+    expect(narrowed.warnings).toEqual([]);
+    expect(load({}).tls.ciphers).toBeUndefined();
+    expect(widened.warnings).toEqual([
+      'tls.ciphers offers TLS 1.2 suites beyond the default: ECDHE-RSA-AES256-SHA',
+    ]);
+  });
+
   test('broken YAML names the file and stays on one line', () => {
     const m = message({ SVC_CONFIG: 'bad.yaml' }, { 'bad.yaml': 'edge: [unclosed\n' });
     expect(m).toMatch(/^invalid configuration: .*bad\.yaml: /);

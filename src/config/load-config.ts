@@ -4,6 +4,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type ParsedConfig } from './config-schema.js';
 import { applyTokenDurationRules } from './token-durations.js';
+import { widenedCiphers } from './tls-ciphers.js';
 import { resolveListeners, type ListenerSpec } from './web-listeners.js';
 
 export type Config = ParsedConfig & { listeners: ListenerSpec[]; warnings: string[] };
@@ -64,6 +65,7 @@ const SCALAR_PATHS = [
   'tls.cert',
   'tls.key',
   'tls.ca',
+  'tls.ciphers',
   'pki.signingCert',
   'pki.signingKey',
   'pki.trustDomain',
@@ -188,6 +190,9 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
   const warnings: string[] = [];
   if (parsed.metrics.address && !parsed.metrics.enabled)
     warnings.push('metrics.address is set but metrics.enabled is false: no metrics listener is started');
+  const widened = widenedCiphers(parsed.tls.ciphers ?? []);
+  if (widened.length > 0)
+    warnings.push(`tls.ciphers offers TLS 1.2 suites beyond the default: ${widened.join(':')}`);
   if (parsed.edge) {
     const { durations, warnings: w } = applyTokenDurationRules(parsed.edge.oidc);
     Object.assign(parsed.edge.oidc, durations);

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { cipherString } from '../config/tls-ciphers.js';
 import type { PkiMaterial } from '../services/pki-service.js';
 import { listenWithProxyProtocol, type ProxyProtocolOptions } from './proxy-listener.js';
 import type { RequestHandler } from './request-switch.js';
@@ -9,6 +10,8 @@ export interface ListenOptions {
   onRequest: RequestHandler;
   /** A client that has not finished the TLS handshake by then is dropped. */
   handshakeTimeoutMs: number;
+  /** The cipher suites offered, TLS 1.3 and 1.2; default: the AEAD-only list of config/tls-ciphers.ts. */
+  ciphers?: string;
   /**
    * `server.responseDeadline`: a connection on which nothing is read or written for 10 s longer
    * is closed, so a slow handler still gets its 503 out first.
@@ -50,6 +53,8 @@ export async function listenHttps(
     requestCert: true,
     rejectUnauthorized: false,
     minVersion: 'TLSv1.2',
+    // Not Node's default list: it offers CBC suites on TLS 1.2 (docs/operations.md, TLS).
+    ciphers: options.ciphers ?? cipherString(),
     joinDuplicateHeaders: true,
     keepAliveTimeout: 5000,
     requestTimeout: 30_000,

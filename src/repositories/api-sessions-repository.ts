@@ -47,7 +47,11 @@ const toApiSession = (r: ApiSessionRow): ApiSession => ({
   expiresAt: r.expires_at,
 });
 
-export type NewApiSession = Omit<ApiSession, 'createdAt' | 'lastActivityAt'> & { tokenHash: string | null };
+export type NewApiSession = Omit<ApiSession, 'createdAt' | 'lastActivityAt'> & {
+  tokenHash: string | null;
+  /** Default: the database's clock. */
+  createdAt?: Date;
+};
 
 export const apiSessionsRepository = {
   async insert(db: Db, s: NewApiSession): Promise<ApiSession> {
@@ -80,6 +84,7 @@ export const apiSessionsRepository = {
       mfa_required: s.mfaRequired,
       mfa_complete: s.mfaComplete,
       expires_at: s.expiresAt,
+      ...(s.createdAt ? { created_at: s.createdAt } : {}),
     });
   },
 

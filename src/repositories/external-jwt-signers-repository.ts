@@ -16,6 +16,8 @@ export interface ExternalJwtSigner {
   externalAuthUrl: string | null;
   clientId: string | null;
   scopes: string[];
+  /** The longest lifetime a JWT of this signer may claim. */
+  maxTokenLifetimeMinutes: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -36,6 +38,7 @@ interface SignerRow {
   external_auth_url: string | null;
   client_id: string | null;
   scopes: string[];
+  max_token_lifetime_minutes: number;
   created_at: Date;
   updated_at: Date;
 }
@@ -54,6 +57,7 @@ export const toSigner = (r: SignerRow): ExternalJwtSigner => ({
   externalAuthUrl: r.external_auth_url,
   clientId: r.client_id,
   scopes: r.scopes ?? [],
+  maxTokenLifetimeMinutes: r.max_token_lifetime_minutes,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -71,6 +75,7 @@ const toRow = (s: ExternalJwtSignerInput) => ({
   external_auth_url: s.externalAuthUrl,
   client_id: s.clientId,
   scopes: JSON.stringify(s.scopes),
+  max_token_lifetime_minutes: s.maxTokenLifetimeMinutes,
 });
 
 export const externalJwtSignersRepository = {

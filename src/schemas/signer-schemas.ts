@@ -1,7 +1,17 @@
 import { z } from 'zod';
-import { booleanField, nonEmpty, optionalText, optionalUrl, stringList } from './schema-fields.js';
+import {
+  booleanField,
+  boundedInt,
+  nonEmpty,
+  optionalText,
+  optionalUrl,
+  stringList,
+} from './schema-fields.js';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
+
+/** A year: a JWT meant to live longer is a standing credential, not a login. */
+export const MAX_TOKEN_LIFETIME_MINUTES = 525_600;
 
 /**
  * External JWT signer bodies. All members optional here; the service fills
@@ -23,6 +33,12 @@ export const signerPatchSchema = z.object({
   externalAuthUrl: optionalUrl,
   clientId: optionalText(255),
   scopes: stringList(50),
+  maxTokenLifetimeMinutes: boundedInt(1, MAX_TOKEN_LIFETIME_MINUTES)
+    .optional()
+    .describe(
+      'The longest lifetime a JWT of this signer may claim, in minutes (`exp` − `iat`, or `exp` − now ' +
+        'without `iat`); a longer-lived JWT is refused. Default 1440 (one day), at most 525600 (a year).',
+    ),
 });
 
 export const signerCreateSchema = signerPatchSchema.extend({

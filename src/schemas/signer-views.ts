@@ -21,6 +21,7 @@ export const signerViewSchema = z.object({
   kid: z.string().nullable(),
   claimsProperty: z.string(),
   useExternalId: z.boolean(),
+  maxTokenLifetimeMinutes: z.number().int(),
   ...timestamps,
 });
 

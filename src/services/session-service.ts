@@ -12,6 +12,8 @@ export interface SessionServiceDeps {
   db: Knex;
   /** edge.api.sessionTimeout in seconds. */
   sessionTimeout: number;
+  /** edge.oidc.maxSessionDuration in seconds: the longest a session lives from its login, used or not. */
+  maxSessionDuration: number;
   audit?: AuditTrail;
   /** A logout is an `api_session` revocation, so every instance drops the session at once. */
   revocations: Pick<RevocationService, 'revokeApiSession'>;
@@ -35,7 +37,8 @@ const expired = () => new AppError('UNAUTHORIZED', { challenges: [challenges.ses
 
 /**
  * Legacy API sessions: an opaque token stored as its SHA-256, expiring after `sessionTimeout`
- * without use. The stored expiry is the session's real one (the one responses state); a use slides
+ * without use and `maxSessionDuration` after its login however busy (a stolen token must not be
+ * kept alive forever by using it; the same ceiling as an OIDC refresh chain). The stored expiry is the session's real one (the one responses state); a use slides
  * it only once it lags the slid value by a minute (or a tenth of the timeout if that is shorter), so
  * a busy session costs one write a minute instead of one per request, and an idle session ends
  * between that slack and `sessionTimeout` after its last use (docs/operations.md).
@@ -51,6 +54,7 @@ const expired = () => new AppError('UNAUTHORIZED', { challenges: [challenges.ses
 export function createSessionService({
   db,
   sessionTimeout,
+  maxSessionDuration,
   audit = NO_AUDIT,
   revocations,
   now = () => new Date(),
@@ -58,6 +62,12 @@ export function createSessionService({
   cacheTtlMs = 300_000,
 }: SessionServiceDeps) {
   const timeoutMs = sessionTimeout * 1000;
+  const maxSessionMs = maxSessionDuration * 1000;
+  const endOf = (s: ApiSession) => s.createdAt.getTime() + maxSessionMs;
+  // A row written before the ceiling existed may hold a later expiry: what is shown and enforced
+  // is never later than the ceiling.
+  const capped = (s: ApiSession): ApiSession =>
+    s.expiresAt.getTime() > endOf(s) ? { ...s, expiresAt: new Date(endOf(s)) } : s;
   // Writes are skipped while the stored expiry is this close to the one a write would set.
   const writeSlackMs = Math.min(60_000, timeoutMs / 10);
   const cache = new Map<string, { session: ApiSession; at: number }>();
@@ -83,7 +93,8 @@ export function createSessionService({
   /** The row as the database has it now; refuses an ended or expired session. */
   async function read(hash: string, at: Date): Promise<ApiSession> {
     const readAtEpoch = epoch;
-    const session = await apiSessionsRepository.findByTokenHash(db, hash);
+    const row = await apiSessionsRepository.findByTokenHash(db, hash);
+    const session = row && capped(row);
     if (!session || session.expiresAt <= at) drop(hash);
     if (!session) throw invalid();
     if (session.expiresAt <= at) throw expired();
@@ -101,6 +112,7 @@ export function createSessionService({
   return {
     async create(facts: NewSessionFacts, trx: Db = db): Promise<{ session: ApiSession; token: string }> {
       const token = newToken();
+      const createdAt = now();
       const session = await apiSessionsRepository.insert(trx, {
         id: newId(),
         identityId: facts.identityId,
@@ -111,7 +123,8 @@ export function createSessionService({
         isCertExtendable: facts.isCertExtendable ?? false,
         mfaRequired: facts.mfaRequired,
         mfaComplete: false,
-        expiresAt: new Date(now().getTime() + timeoutMs),
+        createdAt,
+        expiresAt: new Date(createdAt.getTime() + Math.min(timeoutMs, maxSessionMs)),
       });
       return { session, token };
     },
@@ -126,14 +139,14 @@ export function createSessionService({
         hit && hit.session.expiresAt > at && at.getTime() - hit.at < cacheTtlMs
           ? hit.session
           : await read(hash, at);
-      const next = new Date(at.getTime() + timeoutMs);
+      const next = new Date(Math.min(at.getTime() + timeoutMs, endOf(session)));
       const stale = new Date(next.getTime() - writeSlackMs);
       if (session.expiresAt > stale) return session;
       const readAtEpoch = epoch;
       const touched = await apiSessionsRepository.touch(db, session.id, at, next, stale);
       if (touched) {
-        remember(hash, touched, readAtEpoch, at);
-        return touched;
+        remember(hash, capped(touched), readAtEpoch, at);
+        return capped(touched);
       }
       // Nothing written: another request slid it first (the row is live), or it ended meanwhile.
       drop(hash);

@@ -20,7 +20,7 @@ export interface SignerServiceDeps {
   now?: () => Date;
 }
 
-/** Defaults: claim `sub`, matched against the identity's `externalId`. */
+/** Defaults: claim `sub`, matched against the identity's `externalId`; JWTs living at most a day. */
 const SIGNER_DEFAULTS: Omit<ExternalJwtSignerInput, 'name' | 'issuer'> = {
   enabled: true,
   audience: null,
@@ -32,6 +32,7 @@ const SIGNER_DEFAULTS: Omit<ExternalJwtSignerInput, 'name' | 'issuer'> = {
   externalAuthUrl: null,
   clientId: null,
   scopes: [],
+  maxTokenLifetimeMinutes: 1440,
 };
 
 type SignerBase = Omit<ExternalJwtSignerInput, 'name' | 'issuer'> & { name?: string; issuer?: string };

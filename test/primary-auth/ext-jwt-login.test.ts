@@ -227,6 +227,52 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
     expect(withinSkew.status).toBe(200);
   });
 
+  test('a JWT that claims to live longer than the signer allows is refused as invalid; exactly the limit is accepted', async () => {
+    await user('lifetime-user');
+    const now = Math.floor(Date.now() / 1000);
+    const sign = (iat: number, exp: number) =>
+      signJwt(key1.privateKey, 'ext-lifetime-user', { kid: 'key-1', iat, exp });
+    const day = 1440 * 60;
+
+    const tenYears = await jwtLogin(await sign(now - 60, now + 10 * 365 * day));
+    const dayAndASecond = await jwtLogin(await sign(now - 60, now - 60 + day + 1));
+    const exactlyADay = await jwtLogin(await sign(now - 60, now - 60 + day));
+
+    for (const res of [tenYears, dayAndASecond]) {
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('INVALID_AUTH');
+      expect(res.headerAll('www-authenticate')).toEqual([challenge('invalid', jwksSignerId, JWKS_ISSUER)]);
+    }
+    expect(exactlyADay.status).toBe(200);
+  });
+
+  test('without iat, the lifetime left (exp − now) is held against the signer’s limit', async () => {
+    const issuer = 'https://idp.short-lived.example';
+    const signerId = await createSigner({
+      name: 'short-lived',
+      issuer,
+      certPem: certSignerKey.certPem,
+      maxTokenLifetimeMinutes: 10,
+    });
+    await user('no-iat-user');
+    const sign = async (exp: number) => {
+      const jwt = new SignJWT({ sub: 'ext-no-iat-user' })
+        .setProtectedHeader({ alg: 'ES256' })
+        .setIssuer(issuer)
+        .setAudience(AUDIENCE)
+        .setExpirationTime(exp);
+      return jwt.sign(certPrivateKey);
+    };
+    const now = Math.floor(Date.now() / 1000);
+
+    const withinLimit = await jwtLogin(await sign(now + 9 * 60));
+    const beyondLimit = await jwtLogin(await sign(now + 60 * 60));
+
+    expect(withinLimit.status).toBe(200);
+    expect(beyondLimit.status).toBe(401);
+    expect(beyondLimit.headerAll('www-authenticate')).toEqual([challenge('invalid', signerId, issuer)]);
+  });
+
   test('a JWT signed by another key, or without exp, is invalid', async () => {
     await user('forged-user');
     const impostor = await rsaKey('key-1');
@@ -453,7 +499,7 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
       ).resolves.toBeUndefined();
     });
 
-    test('no JWT of the signer, an expired one, an invalid one, one issued in the future, or another identity’s one is refused', async () => {
+    test('no JWT of the signer, an expired one, an invalid one, one issued in the future, one that lives too long, or another identity’s one is refused', async () => {
       const past = Math.floor(Date.now() / 1000) - 3600;
       const otherSigner = await signJwt(key1.privateKey, 'ext-second', { kid: 'key-1' });
       const expired = await signJwt(certPrivateKey, 'ext-second', {
@@ -467,6 +513,11 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
         aud: 'x',
       });
       const someoneElse = await signJwt(certPrivateKey, 'ext-other', { iss: CERT_ISSUER, alg: 'ES256' });
+      const tooLongLived = await signJwt(certPrivateKey, 'ext-second', {
+        iss: CERT_ISSUER,
+        alg: 'ES256',
+        exp: Math.floor(Date.now() / 1000) + 10 * 365 * 24 * 3600,
+      });
       const issuedLater = await signJwt(certPrivateKey, 'ext-second', {
         iss: CERT_ISSUER,
         alg: 'ES256',
@@ -480,6 +531,7 @@ describe('legacy login with an external JWT (method=ext-jwt)', () => {
       expect(await failureOf(check([wrongAudience], certSignerId, me))).toEqual(secondary('invalid'));
       expect(await failureOf(check([someoneElse], certSignerId, me))).toEqual(secondary('invalid'));
       expect(await failureOf(check([issuedLater], certSignerId, me))).toEqual(secondary('invalid'));
+      expect(await failureOf(check([tooLongLived], certSignerId, me))).toEqual(secondary('invalid'));
     });
   });
 });

@@ -260,17 +260,18 @@ describe('the secondary external JWT (on every API request, at the OIDC login, i
       }
     });
 
-    test('an expired JWT is 401 expired; a forged one or one naming another identity is 401 invalid', async () => {
+    test('an expired JWT is 401 expired; a forged one, one naming another identity or one living ten years is 401 invalid', async () => {
       const { user, tokens } = await loggedIn('api-bad-jwts');
       const call = (jwt: string) => server.client.get(ME, { headers: bearer(tokens.access_token, jwt) });
 
       const expired = await call(await jwtOf(user, { expiresIn: -120 }));
       const forged = await call(await otherIdp.jwt(`ext-${user.name}`, { iss: idp.issuer }));
       const someoneElse = await call(await idp.jwt('ext-someone-else'));
+      const tenYears = await call(await jwtOf(user, { expiresIn: 10 * 365 * 24 * 3600 }));
 
       expect(expired.status).toBe(401);
       expect(expired.headerAll('www-authenticate')).toEqual([extJwtChallenge('expired', idp.id, idp.issuer)]);
-      for (const res of [forged, someoneElse]) {
+      for (const res of [forged, someoneElse, tenYears]) {
         expect(res.status).toBe(401);
         expect(res.headerAll('www-authenticate')).toEqual([extJwtChallenge('invalid', idp.id, idp.issuer)]);
       }

@@ -49,6 +49,7 @@ describe('external JWT signers', () => {
       externalAuthUrl: null,
       clientId: null,
       scopes: [],
+      maxTokenLifetimeMinutes: 1440,
     });
   });
 
@@ -65,6 +66,7 @@ describe('external JWT signers', () => {
       externalAuthUrl: 'https://idp.full.example/authorize',
       clientId: 'svc-client',
       scopes: ['openid', 'email'],
+      maxTokenLifetimeMinutes: 60,
     });
 
     const d = await detail(id);
@@ -78,6 +80,7 @@ describe('external JWT signers', () => {
       externalAuthUrl: 'https://idp.full.example/authorize',
       clientId: 'svc-client',
       scopes: ['openid', 'email'],
+      maxTokenLifetimeMinutes: 60,
     });
     expect(d.certPem.trim()).toBe(certPem.trim());
   });
@@ -139,6 +142,18 @@ describe('external JWT signers', () => {
       },
       'externalAuthUrl',
     ],
+    ...[0, -5, 525_601, 1.5, 'a day', null].map(
+      (maxTokenLifetimeMinutes): [Record<string, unknown>, string] => [
+        {
+          name: 'n9',
+          issuer: 'https://i9.example',
+          audience: 'svc-tests',
+          jwksEndpoint: 'https://i9.example/k',
+          maxTokenLifetimeMinutes,
+        },
+        'maxTokenLifetimeMinutes',
+      ],
+    ),
   ])('a bad create body %j is refused naming %s', async (body, field) => {
     const res = await api.post('/external-jwt-signers', { body });
 
@@ -206,6 +221,41 @@ describe('external JWT signers', () => {
       issuer: 'https://switch.example',
       audience: 'svc-tests',
     });
+  });
+
+  test('maxTokenLifetimeMinutes round-trips through PATCH and PUT, up to a year', async () => {
+    const id = await createSigner({
+      name: 'lifetime',
+      issuer: 'https://lifetime.example',
+      audience: 'svc-tests',
+      jwksEndpoint: 'https://lifetime.example/k',
+      maxTokenLifetimeMinutes: '30',
+    });
+    const created = (await detail(id)).maxTokenLifetimeMinutes;
+
+    const patched = await api.patch(`/external-jwt-signers/${id}`, {
+      body: { maxTokenLifetimeMinutes: 525_600 },
+    });
+    const afterPatch = (await detail(id)).maxTokenLifetimeMinutes;
+    const tooLong = await api.patch(`/external-jwt-signers/${id}`, {
+      body: { maxTokenLifetimeMinutes: 525_601 },
+    });
+    const afterRefusal = (await detail(id)).maxTokenLifetimeMinutes;
+    const put = await api.put(`/external-jwt-signers/${id}`, {
+      body: { name: 'lifetime', issuer: 'https://lifetime.example', audience: 'svc-tests', certPem },
+    });
+
+    expect(created).toBe(30);
+    expect(patched.status).toBe(200);
+    expect(afterPatch).toBe(525_600);
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error).toMatchObject({
+      code: 'COULD_NOT_VALIDATE',
+      cause: { field: 'maxTokenLifetimeMinutes' },
+    });
+    expect(afterRefusal).toBe(525_600);
+    expect(put.status).toBe(200);
+    expect((await detail(id)).maxTokenLifetimeMinutes).toBe(1440);
   });
 
   test('PUT replaces the signer: omitted members take the defaults', async () => {

@@ -77,6 +77,28 @@ function claimValue(payload: JWTPayload, property: string): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
+/**
+ * A JWT that claims to live longer than the signer allows is refused: a stolen long-lived JWT
+ * would be a password that cannot be changed. Without `iat` the lifetime left (`exp − now`) is
+ * what counts, with the clock skew allowed, as the IdP's clock may run ahead of ours.
+ */
+function checkLifetime(signer: ExternalJwtSigner, payload: JWTPayload, at: Date, skew: number): void {
+  const maxSeconds = signer.maxTokenLifetimeMinutes * 60;
+  const exp = payload.exp!;
+  const tooLong =
+    payload.iat === undefined
+      ? exp - at.getTime() / 1000 > maxSeconds + skew
+      : exp - payload.iat > maxSeconds;
+  if (tooLong) {
+    throw new joseErrors.JWTClaimValidationFailed(
+      `"exp" claim timestamp check failed (the token may live at most ${maxSeconds} seconds)`,
+      payload,
+      'exp',
+      'check_failed',
+    );
+  }
+}
+
 const failureOf = (err: unknown): Failure => (err instanceof joseErrors.JWTExpired ? 'expired' : 'invalid');
 
 /**
@@ -138,6 +160,7 @@ export function createExtJwtMethod({
         'check_failed',
       );
     }
+    checkLifetime(signer, payload, currentDate, clockToleranceSeconds);
     return payload;
   }
 
