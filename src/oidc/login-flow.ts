@@ -30,10 +30,10 @@ import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second
  *         owes         kept on the auth request ("partially authenticated"), answered 200
  *         complete     facts for the tokens, in-process resume: the provider answers 303
  *
- * TOTP enrollment mid-flow starts, shows and abandons an enrollment on a pending login
- * that owes a TOTP code and nothing else (factor-binding.ts), without advancing it; its verify
- * is a step. The routes
- * (routes/oidc-login-routes.ts) parse input and render the outcome as JSON or an HTML page.
+ * TOTP enrollment mid-flow starts, shows and abandons an enrollment on a pending login that owes
+ * a TOTP code and nothing else (factor-binding.ts), without advancing it; its verify is a step.
+ * The routes (routes/oidc-login-routes.ts) parse input and render the outcome as JSON or an HTML
+ * page.
  */
 
 /** One pending authorization request (an oidc-provider Interaction of prompt `login`). */
