@@ -18,6 +18,7 @@ import { issuerEntryOf } from './oidc-dispatch.js';
 import type { CompletedLogins } from './completed-logins.js';
 import type { LoginFacts } from './oidc-sessions.js';
 import { resumeInProcess } from './resume-in-process.js';
+import { assertReadyToBind, TOTP_BINDING } from './factor-binding.js';
 import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second-factors.js';
 
 /*
@@ -29,9 +30,10 @@ import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second
  *         owes         kept on the auth request ("partially authenticated"), answered 200
  *         complete     facts for the tokens, in-process resume: the provider answers 303
  *
- * TOTP enrollment mid-flow starts, shows and abandons an enrollment on a pending login
- * that owes a TOTP code, without advancing it; its verify is a step. The routes
- * (routes/oidc-login-routes.ts) parse input and render the outcome as JSON or an HTML page.
+ * TOTP enrollment mid-flow starts, shows and abandons an enrollment on a pending login that owes
+ * a TOTP code and nothing else (factor-binding.ts), without advancing it; its verify is a step.
+ * The routes (routes/oidc-login-routes.ts) parse input and render the outcome as JSON or an HTML
+ * page.
  */
 
 /** One pending authorization request (an oidc-provider Interaction of prompt `login`). */
@@ -159,21 +161,24 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     return { ...(await pending.identityWithPolicy), state: structuredClone(state) };
   }
 
-  /** What is owed now, without any JWT of this request (the reads and the enrollment guard). */
+  /** What is owed now, without any JWT of this request (the read-only answers). */
   const owedNow = ({ identity, policy, state }: Progress) =>
     deps.factors.evaluate(identity, policy, state, []);
 
   /**
-   * Enrollment mid-flow is for a login that owes a TOTP code. Otherwise a
-   * password alone could bind a secret of the caller's choosing to the account, or read the secret
-   * of an enrollment its owner has in progress. Every enrollment step, reading or writing, passes here.
+   * Every enrollment step, reading or writing, passes here: the login must owe a TOTP code and
+   * nothing else once the secondary JWT of this request has counted (factor-binding.ts).
+   * Otherwise a password alone could bind a secret of the caller's choosing to the account, or
+   * read the secret of an enrollment its owner has in progress. A JWT that counts here stays
+   * counted for the auth request, as at any step.
    */
-  async function owingTotp(pending: PendingLogin): Promise<Progress & { owed: OwedFactors }> {
+  async function readyToBind(ctx: Context, pending: PendingLogin): Promise<Progress & { owed: OwedFactors }> {
     const progress = await established(pending);
-    const owed = await owedNow(progress);
-    if (!owed.authQueries.some((q) => q.typeId === 'MFA')) {
-      throw new AppError('INVALID_AUTH_REQUEST', { message: 'this login does not owe a TOTP code' });
-    }
+    const satisfiedBefore = progress.state.satisfied.length;
+    const { identity, policy, state } = progress;
+    const owed = await deps.factors.evaluate(identity, policy, state, bearerTokens(ctx.get('authorization')));
+    if (state.satisfied.length > satisfiedBefore) await savePending(pending, state);
+    assertReadyToBind(owed, TOTP_BINDING);
     return { ...progress, owed };
   }
 
@@ -223,19 +228,19 @@ export function createLoginFlow(deps: LoginFlowDeps) {
   }
 
   /** `totp-enroll-verify`: a code of the new secret (never a recovery code) saves it. */
-  async function totpEnrollVerifyStep(pending: PendingLogin, code: string): Promise<Progress> {
-    const progress = await owingTotp(pending);
-    await deps.totp.verifyEnrollment(progress.identity.id, code, ownEnrollment(progress.state));
+  async function totpEnrollVerifyStep(ctx: Context, pending: PendingLogin, code: string): Promise<Progress> {
+    const progress = await readyToBind(ctx, pending);
+    await deps.totp.verifyEnrollment(progress.identity.id, code, { marker: ownEnrollment(progress.state) });
     satisfy(progress.state, FACTORS.totp);
     return progress;
   }
 
-  function runStep(pending: PendingLogin, step: LoginStep): Promise<Progress> {
+  function runStep(ctx: Context, pending: PendingLogin, step: LoginStep): Promise<Progress> {
     switch (step.name) {
       case 'totp':
         return totpStep(pending, step.code);
       case 'totp-enroll-verify':
-        return totpEnrollVerifyStep(pending, step.code);
+        return totpEnrollVerifyStep(ctx, pending, step.code);
       default:
         return primaryStep(pending, step);
     }
@@ -247,7 +252,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
    * `Authorization` header counts at every step.
    */
   async function advance(ctx: Context, pending: PendingLogin, step: LoginStep): Promise<LoginOutcome> {
-    const progress = await runStep(pending, step);
+    const progress = await runStep(ctx, pending, step);
     const { identity, policy, state } = progress;
     const owed = await deps.factors.evaluate(identity, policy, state, bearerTokens(ctx.get('authorization')));
     if (owed.authQueries.length > 0) {
@@ -313,31 +318,33 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     },
 
     /** `GET totp/enroll`: what is owed, for a login that owes a TOTP code only. */
-    async owedForEnrollment(pending: PendingLogin): Promise<OwedFactors> {
-      return (await owingTotp(pending)).owed;
+    async owedForEnrollment(ctx: Context, pending: PendingLogin): Promise<OwedFactors> {
+      return (await readyToBind(ctx, pending)).owed;
     },
 
     /**
      * `POST totp/enroll`: 409 MFA_EXISTS when in progress or verified. The auth request keeps
      * the enrollment's marker: its other enrollment steps reach only this one.
      */
-    async startEnrollment(pending: PendingLogin): Promise<EnrollmentStart> {
-      const { identity, state } = await owingTotp(pending);
+    async startEnrollment(ctx: Context, pending: PendingLogin): Promise<EnrollmentStart> {
+      const { identity, state } = await readyToBind(ctx, pending);
       const { start, marker } = await deps.totp.startMarkedEnrollment(identity.id, identity.name);
       await savePending(pending, { ...state, totpEnrollment: marker });
       return start;
     },
 
     /** The provisioning URL of the enrollment this login started, for the HTML page's QR code. */
-    async enrollmentUrl(pending: PendingLogin): Promise<string | undefined> {
-      const { identity, state } = await owingTotp(pending);
-      return state.totpEnrollment && deps.totp.provisioningUrlFor(identity.id, state.totpEnrollment);
+    async enrollmentUrl(ctx: Context, pending: PendingLogin): Promise<string | undefined> {
+      const { identity, state } = await readyToBind(ctx, pending);
+      return (
+        state.totpEnrollment && deps.totp.provisioningUrlFor(identity.id, { marker: state.totpEnrollment })
+      );
     },
 
     /** `DELETE totp/enroll`: abandons the enrollment this login started (404 when none). */
-    async abandonEnrollment(pending: PendingLogin): Promise<void> {
-      const { identity, state } = await owingTotp(pending);
-      await deps.totp.abandonEnrollment(identity.id, ownEnrollment(state));
+    async abandonEnrollment(ctx: Context, pending: PendingLogin): Promise<void> {
+      const { identity, state } = await readyToBind(ctx, pending);
+      await deps.totp.abandonEnrollment(identity.id, { marker: ownEnrollment(state) });
     },
   };
 }

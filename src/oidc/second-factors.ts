@@ -91,8 +91,10 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
   }
 
   /**
-   * Every factor still owed, TOTP first. A secondary JWT that verifies is recorded in `state`
-   * at once, so it stays satisfied for this auth request (the caller persists `state`).
+   * Every factor still owed: a code of a verified TOTP first, a TOTP still to be enrolled last,
+   * since binding a new factor waits for every other one (factor-binding.ts). A secondary JWT
+   * that verifies is recorded in `state` at once, so it stays satisfied for this auth request
+   * (the caller persists `state`).
    */
   async function evaluate(
     identity: Identity,
@@ -101,9 +103,11 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
     tokens: string[],
   ): Promise<OwedFactors> {
     const owed: OwedFactors = { authQueries: [], challenges: [] };
+    let enrollment: AuthQuery | undefined;
     if (!state.satisfied.includes(FACTORS.totp.satisfied)) {
       const totp = await deps.totp.requirement(identity.id, policy);
-      if (totp.required) owed.authQueries.push(totpQuery(totp.verified));
+      if (totp.required && totp.verified) owed.authQueries.push(totpQuery(true));
+      else if (totp.required) enrollment = totpQuery(false);
     }
     const signerId = policy.secondary.requireExtJwt;
     if (signerId && !state.satisfied.includes(FACTORS.extJwt.satisfied)) {
@@ -125,6 +129,7 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
         owed.challenges.push(...failure);
       }
     }
+    if (enrollment) owed.authQueries.push(enrollment);
     return owed;
   }
 

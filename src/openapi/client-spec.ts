@@ -46,6 +46,9 @@ const sessionAndMfa: RouteDoc[] = [
     path: MFA,
     operationId: 'getMfa',
     summary: "The caller's TOTP configuration",
+    description:
+      'The provisioning URL is shown while unverified. A session whose MFA step is still owed sees only an ' +
+      'enrollment it started itself: one started elsewhere (an OIDC login, another session) is 404.',
     tag: 'MFA',
     access: 'authenticated',
     response: dataResponse('The configuration.', 'TotpDetail'),
@@ -68,6 +71,9 @@ const sessionAndMfa: RouteDoc[] = [
     path: `${MFA}/verify`,
     operationId: 'verifyMfa',
     summary: 'Verify the TOTP enrollment with a code from the app',
+    description:
+      'A session whose MFA step is still owed verifies only an enrollment it started itself; for any other ' +
+      'the answer is 404, as when none is in progress.',
     tag: 'MFA',
     access: 'authenticated',
     body: { schema: ref('MfaCode') },
@@ -79,6 +85,9 @@ const sessionAndMfa: RouteDoc[] = [
     path: `${MFA}/qr-code`,
     operationId: 'getMfaQrCode',
     summary: 'The provisioning URL as a QR code, while unverified',
+    description:
+      'A session whose MFA step is still owed gets the QR code only of an enrollment it started itself; ' +
+      'otherwise 404.',
     tag: 'MFA',
     access: 'authenticated',
     response: { status: 200, description: 'A PNG image.', media: 'image/png' },

@@ -10,6 +10,8 @@ export interface TotpConfig {
   lastUsedStep: number;
   createdAt: Date;
   verifiedAt: Date | null;
+  /** The API session that started the enrollment; null when an OIDC login did. */
+  startedBySession: string | null;
 }
 
 interface TotpRow {
@@ -19,6 +21,7 @@ interface TotpRow {
   last_used_step: string | number;
   created_at: Date;
   verified_at: Date | null;
+  started_by_session: string | null;
 }
 
 /** Every column, named (see IDENTITY_COLUMNS). */
@@ -29,6 +32,7 @@ const TOTP_COLUMNS = [
   'last_used_step',
   'created_at',
   'verified_at',
+  'started_by_session',
 ] as const satisfies readonly (keyof TotpRow)[];
 
 const toConfig = (r: TotpRow): TotpConfig => ({
@@ -39,6 +43,7 @@ const toConfig = (r: TotpRow): TotpConfig => ({
   lastUsedStep: Number(r.last_used_step),
   createdAt: r.created_at,
   verifiedAt: r.verified_at,
+  startedBySession: r.started_by_session ?? null,
 });
 
 export const mfaTotpRepository = {
@@ -61,9 +66,19 @@ export const mfaTotpRepository = {
   },
 
   /** Inserts an unverified configuration unless one exists (in progress or verified): one statement. */
-  async insertIfAbsent(db: Db, identityId: string, secretEnc: string): Promise<TotpConfig | undefined> {
+  async insertIfAbsent(
+    db: Db,
+    identityId: string,
+    secretEnc: string,
+    startedBySession: string | null = null,
+  ): Promise<TotpConfig | undefined> {
     const [row] = await db('mfa_totp')
-      .insert({ identity_id: identityId, secret_enc: secretEnc, is_verified: false })
+      .insert({
+        identity_id: identityId,
+        secret_enc: secretEnc,
+        is_verified: false,
+        started_by_session: startedBySession,
+      })
       .onConflict('identity_id')
       .ignore()
       .returning('*');

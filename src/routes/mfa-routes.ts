@@ -14,6 +14,7 @@ import type {
 } from '../schemas/mfa-views.js';
 import { parseInput } from '../schemas/parse-input.js';
 import { qrPng } from '../services/mfa/qr-code.js';
+import type { EnrollmentReach } from '../services/mfa/totp-service.js';
 import type { RouteDeps } from './route-deps.js';
 
 /**
@@ -34,8 +35,17 @@ export async function completeSessionMfa(deps: RouteDeps, principal: Principal):
 const MFA_PATH = '/current-identity/mfa';
 
 /**
+ * A session whose MFA step is still owed sees and verifies only the enrollment it started itself:
+ * one started elsewhere (an OIDC login, another session) may be the owner's, and its secret would
+ * hand the new factor to whoever has only the password. A complete session reaches any.
+ */
+const reachOf = (p: Principal): EnrollmentReach | undefined =>
+  p.mfaPending ? { startedBySession: p.sessionId } : undefined;
+
+/**
  * Self-service TOTP. Every endpoint also answers a session whose MFA step is
- * still owed: an identity whose policy requires TOTP but has none must be able to enroll.
+ * still owed: an identity whose policy requires TOTP but has none must be able to enroll (and
+ * reach only its own enrollment, `reachOf`).
  */
 export function mfaRoutes(router: Router, deps: RouteDeps): void {
   const auth = authenticate(deps.principals, { allowMfaPending: true });
@@ -45,13 +55,14 @@ export function mfaRoutes(router: Router, deps: RouteDeps): void {
     const p = principalOf(ctx);
     sendData(
       ctx,
-      (await totp.startEnrollment(p.identityId, p.identityName)) satisfies TotpEnrollmentView,
+      (await totp.startEnrollment(p.identityId, p.identityName, p.sessionId)) satisfies TotpEnrollmentView,
       201,
     );
   });
 
   router.get(MFA_PATH, auth, async (ctx: Context) => {
-    const detail = await totp.detail(principalOf(ctx).identityId);
+    const p = principalOf(ctx);
+    const detail = await totp.detail(p.identityId, reachOf(p));
     if (!detail) throw new AppError('NOT_FOUND', { message: 'no TOTP configuration' });
     sendData(ctx, {
       ...detail,
@@ -69,14 +80,15 @@ export function mfaRoutes(router: Router, deps: RouteDeps): void {
   router.post(`${MFA_PATH}/verify`, auth, parseBody(), async (ctx: Context) => {
     const { code } = parseInput(mfaCodeSchema, bodyOf(ctx));
     const p = principalOf(ctx);
-    await totp.verifyEnrollment(p.identityId, code);
+    await totp.verifyEnrollment(p.identityId, code, reachOf(p));
     // The code just proved the new factor: a session waiting for it is complete (as Ziti does).
     await completeSessionMfa(deps, p);
     sendEmpty(ctx);
   });
 
   router.get(`${MFA_PATH}/qr-code`, auth, async (ctx: Context) => {
-    const url = await totp.provisioningUrlFor(principalOf(ctx).identityId);
+    const p = principalOf(ctx);
+    const url = await totp.provisioningUrlFor(p.identityId, reachOf(p));
     if (!url) throw new AppError('NOT_FOUND', { message: 'no TOTP enrollment is in progress' });
     ctx.type = 'image/png';
     ctx.body = await qrPng(url);

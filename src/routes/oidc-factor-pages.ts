@@ -77,16 +77,21 @@ export function renderEnrollmentPage(
   sendPage(ctx, 'Set up two-step verification', body, options);
 }
 
-/** Factors a browser cannot answer by itself (the secondary external JWT). */
+function owedItem(q: AuthQuery): string {
+  if (q.typeId === 'EXT-JWT') {
+    return `<li>A token of your identity provider (signer <code>${escapeHtml(String(q.id))}</code>), sent as
+<code>Authorization: Bearer</code> with the sign-in request.</li>`;
+  }
+  // An authenticator to set up is listed last: it can be set up only once the rest is done.
+  if (q.typeId === 'MFA' && q.isTotpEnrolled === false) {
+    return '<li>Then an authenticator app, set up during this sign-in.</li>';
+  }
+  return `<li>${escapeHtml(q.typeId)}</li>`;
+}
+
+/** Factors a browser cannot answer by itself (the secondary external JWT), and what follows them. */
 export function renderOwedPage(ctx: Context, authQueries: AuthQuery[]): void {
-  const items = authQueries
-    .map((q) =>
-      q.typeId === 'EXT-JWT'
-        ? `<li>A token of your identity provider (signer <code>${escapeHtml(String(q.id))}</code>), sent as
-<code>Authorization: Bearer</code> with the sign-in request.</li>`
-        : `<li>${escapeHtml(q.typeId)}</li>`,
-    )
-    .join('');
+  const items = authQueries.map(owedItem).join('');
   sendPage(
     ctx,
     'More verification needed',

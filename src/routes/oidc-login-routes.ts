@@ -34,7 +34,7 @@ async function showEnrollment(
   pending: PendingLogin,
   options: { start?: EnrollmentStart; status?: number; error?: string } = {},
 ): Promise<void> {
-  const url = options.start?.provisioningUrl ?? (await flow.enrollmentUrl(pending));
+  const url = options.start?.provisioningUrl ?? (await flow.enrollmentUrl(ctx, pending));
   const view = url
     ? { provisioningUrl: url, qrDataUrl: await qrDataUrl(url), recoveryCodes: options.start?.recoveryCodes }
     : {};
@@ -51,7 +51,8 @@ async function respond(ctx: Context, flow: LoginFlow, pending: PendingLogin, out
   if (!isHtmlForm(ctx)) return sendOwed(ctx, outcome.authQueries, outcome.challenges);
   const mfa = outcome.authQueries.find((q) => q.typeId === 'MFA');
   if (mfa?.isTotpEnrolled) renderTotpPage(ctx, pending.uid);
-  else if (mfa) await showEnrollment(ctx, flow, pending);
+  // Enrollment comes last, when nothing else is owed (oidc/factor-binding.ts).
+  else if (mfa && outcome.authQueries.length === 1) await showEnrollment(ctx, flow, pending);
   else renderOwedPage(ctx, outcome.authQueries);
   setOwedHeaders(ctx, outcome.authQueries, outcome.challenges);
 }
@@ -138,7 +139,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
   // TOTP enrollment mid-flow: show, start and abandon act on the pending login; verify is a step.
   router.get(LOGIN_PATHS.totpEnroll, async (ctx: Context) => {
     const pending = await load(ctx);
-    const owed = await flow.owedForEnrollment(pending);
+    const owed = await flow.owedForEnrollment(ctx, pending);
     if (wantsHtml(ctx)) return showEnrollment(ctx, flow, pending);
     sendOwed(ctx, owed.authQueries, owed.challenges);
   });
@@ -148,7 +149,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
     await withPageErrors(
       ctx,
       async () => {
-        const start = await flow.startEnrollment(pending);
+        const start = await flow.startEnrollment(ctx, pending);
         if (isHtmlForm(ctx)) return showEnrollment(ctx, flow, pending, { start, status: 201 });
         ctx.status = 201; // the enrollment body, as it is
         ctx.body = start;
@@ -158,7 +159,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
   });
 
   router.delete(LOGIN_PATHS.totpEnroll, parseBody(), async (ctx: Context) => {
-    await flow.abandonEnrollment(await load(ctx, bodyOf(ctx)));
+    await flow.abandonEnrollment(ctx, await load(ctx, bodyOf(ctx)));
     ctx.status = 200;
     ctx.body = {};
   });

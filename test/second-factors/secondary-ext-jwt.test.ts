@@ -3,7 +3,7 @@ import { managementApi, type ManagementApi } from '../identities/identity-fixtur
 import { waitFor } from '../helpers/wait-for.js';
 import { oidcLogin, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
-import { totpCode } from '../helpers/totp.js';
+import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { payloadOf } from '../oidc/oidc-fixtures.js';
 import {
   createIdp,
@@ -11,6 +11,7 @@ import {
   createUser,
   extJwtChallenge,
   partialLogin,
+  postTotp,
   tokensFrom,
   totpQuery,
   type Idp,
@@ -193,18 +194,19 @@ describe('the secondary external JWT (on every API request, at the OIDC login, i
       }
     });
 
-    test('both factors: each is listed, satisfied ones stay satisfied, and the JWT resubmission completes', async () => {
+    test('both factors: each is listed, a TOTP code first; satisfied ones stay satisfied, and the JWT resubmission completes', async () => {
       const both = await createPolicy(api, 'totp-and-ext-jwt', {
         secondary: { requireTotp: true, requireExtJwt: idp.id },
       });
       const user = await userOf('login-both', both);
+      const { totp } = server.app.services;
+      const { provisioningUrl } = await totp.startEnrollment(user.id, user.name);
+      const step = timeStepAt();
+      await totp.verifyEnrollment(user.id, await totpCode(provisioningUrl, step));
       const { started, response } = await partialLogin(server.client, user);
       const id = started.authRequestId;
 
-      const enrollment = await server.client.post('/oidc/login/totp/enroll', { body: { authRequestId: id } });
-      const verified = await server.client.post('/oidc/login/totp/enroll/verify', {
-        body: { authRequestId: id, code: await totpCode(enrollment.body.provisioningUrl) },
-      });
+      const verified = await postTotp(server.client, id, await totpCode(provisioningUrl, step + 1));
       const owed = await server.client.get(`/oidc/login/auth-queries?id=${id}`);
       const resubmitted = await submitLogin(server.client, started, {
         body: { username: user.username, password: user.password },
@@ -213,7 +215,7 @@ describe('the secondary external JWT (on every API request, at the OIDC login, i
       const tokens = await tokensFrom(server.client, started, resubmitted);
 
       expect(response.status).toBe(200);
-      expect(response.body).toEqual({ authQueries: [totpQuery(false), extJwtQuery()] });
+      expect(response.body).toEqual({ authQueries: [totpQuery(true), extJwtQuery()] });
       expect(response.header('totp-required')).toBe('true');
       expect(response.headerAll('www-authenticate')).toEqual([
         extJwtChallenge('missing', idp.id, idp.issuer),

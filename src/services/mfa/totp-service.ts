@@ -49,6 +49,19 @@ export interface TotpDetail {
   verifiedAt: Date | null;
 }
 
+/**
+ * Which unverified enrollment a caller reaches: the one its marker names (an OIDC login), or one
+ * that API session started (a session whose MFA step is still owed). Omitted: any. The secret of
+ * an enrollment started elsewhere may be its owner's (docs/security.md, "Second factors").
+ */
+export type EnrollmentReach = { marker: string } | { startedBySession: string };
+
+function reaches(config: TotpConfig, reach: EnrollmentReach | undefined): boolean {
+  if (reach === undefined) return true;
+  if ('marker' in reach) return constantTimeEqual(sha256Hex(config.secretEnc), reach.marker);
+  return config.startedBySession === reach.startedBySession;
+}
+
 const notFound = (message: string) => new AppError('NOT_FOUND', { message });
 const withoutSpaces = (code: string) => code.replace(/\s/g, '');
 
@@ -148,8 +161,13 @@ export function createTotpService({
     return kind;
   }
 
-  async function startEnrollment(identityId: string, identityName: string): Promise<EnrollmentStart> {
-    return (await startMarkedEnrollment(identityId, identityName)).start;
+  /** Starts an enrollment for an API session, which is recorded as the one that started it. */
+  async function startEnrollment(
+    identityId: string,
+    identityName: string,
+    sessionId?: string,
+  ): Promise<EnrollmentStart> {
+    return (await startMarkedEnrollment(identityId, identityName, sessionId)).start;
   }
 
   /**
@@ -159,12 +177,13 @@ export function createTotpService({
   async function startMarkedEnrollment(
     identityId: string,
     identityName: string,
+    sessionId?: string,
   ): Promise<{ start: EnrollmentStart; marker: string }> {
     const secret = newTotpSecret();
     const sealed = box.seal(secret);
     const { codes, hashes } = await freshRecoveryCodes(identityId);
     await inTransaction(knex, async (trx) => {
-      const created = await mfaTotpRepository.insertIfAbsent(trx, identityId, sealed);
+      const created = await mfaTotpRepository.insertIfAbsent(trx, identityId, sealed, sessionId);
       if (!created) throw new AppError('MFA_EXISTS');
       await mfaRecoveryCodesRepository.replace(trx, identityId, hashes);
     });
@@ -176,12 +195,14 @@ export function createTotpService({
     return { start, marker: sha256Hex(sealed) };
   }
 
-  /** The unverified enrollment, and with a marker only the enrollment that marker names. */
-  async function enrollmentInProgress(identityId: string, marker?: string): Promise<TotpConfig | undefined> {
+  /** The unverified enrollment, if the caller reaches it. */
+  async function enrollmentInProgress(
+    identityId: string,
+    reach?: EnrollmentReach,
+  ): Promise<TotpConfig | undefined> {
     const config = await mfaTotpRepository.find(knex, identityId);
     if (!config || config.isVerified) return undefined;
-    if (marker !== undefined && !constantTimeEqual(sha256Hex(config.secretEnc), marker)) return undefined;
-    return config;
+    return reaches(config, reach) ? config : undefined;
   }
 
   /**
@@ -189,17 +210,17 @@ export function createTotpService({
    * failure limit applies here too: an enrollment may have been started by
    * someone else than the one guessing against it, and a verified one completes a login.
    */
-  function verifyEnrollment(identityId: string, code: string, marker?: string): Promise<void> {
+  function verifyEnrollment(identityId: string, code: string, reach?: EnrollmentReach): Promise<void> {
     return audited(
       identityId,
       { enrollment: true },
-      () => checkEnrollment(identityId, code, marker),
+      () => checkEnrollment(identityId, code, reach),
       () => 'totp',
     );
   }
 
-  async function checkEnrollment(identityId: string, code: string, marker?: string): Promise<void> {
-    const config = await enrollmentInProgress(identityId, marker);
+  async function checkEnrollment(identityId: string, code: string, reach?: EnrollmentReach): Promise<void> {
+    const config = await enrollmentInProgress(identityId, reach);
     if (!config) throw notFound('no TOTP enrollment is in progress');
     const step = await limited(identityId, () =>
       matchTotpStep(box.open(config.secretEnc), withoutSpaces(code), now(), config.lastUsedStep),
@@ -212,11 +233,11 @@ export function createTotpService({
     });
   }
 
-  /** Drops an unverified enrollment (the marked one) and its codes; 404 when none is in progress. */
-  async function abandonEnrollment(identityId: string, marker?: string): Promise<void> {
+  /** Drops an unverified enrollment (one the caller reaches) and its codes; 404 when none is in progress. */
+  async function abandonEnrollment(identityId: string, reach?: EnrollmentReach): Promise<void> {
     const secretEnc =
-      marker === undefined ? undefined : (await enrollmentInProgress(identityId, marker))?.secretEnc;
-    if (marker !== undefined && !secretEnc) throw notFound('no TOTP enrollment is in progress');
+      reach === undefined ? undefined : (await enrollmentInProgress(identityId, reach))?.secretEnc;
+    if (reach !== undefined && !secretEnc) throw notFound('no TOTP enrollment is in progress');
     await inTransaction(knex, async (trx) => {
       if (!(await mfaTotpRepository.deleteUnverified(trx, identityId, secretEnc))) {
         throw notFound('no TOTP enrollment is in progress');
@@ -289,15 +310,19 @@ export function createTotpService({
     return identity && provisioningUrl(issuer, identity.name, box.open(config.secretEnc));
   }
 
-  /** The provisioning URL while the (marked) enrollment is unverified (QR code), else undefined. */
-  async function provisioningUrlFor(identityId: string, marker?: string): Promise<string | undefined> {
-    const config = await enrollmentInProgress(identityId, marker);
+  /** The provisioning URL while an enrollment the caller reaches is unverified (QR code), else undefined. */
+  async function provisioningUrlFor(
+    identityId: string,
+    reach?: EnrollmentReach,
+  ): Promise<string | undefined> {
+    const config = await enrollmentInProgress(identityId, reach);
     return config && urlWhileUnverified(config);
   }
 
-  async function detail(identityId: string): Promise<TotpDetail | undefined> {
+  /** The configuration: a verified one, or an enrollment in progress that the caller reaches. */
+  async function detail(identityId: string, reach?: EnrollmentReach): Promise<TotpDetail | undefined> {
     const config = await mfaTotpRepository.find(knex, identityId);
-    if (!config) return undefined;
+    if (!config || (!config.isVerified && !reaches(config, reach))) return undefined;
     const url = await urlWhileUnverified(config);
     return {
       isVerified: config.isVerified,

@@ -1,0 +1,39 @@
+import { AppError } from '../errors/app-error.js';
+import { formatChallenge } from '../errors/www-authenticate.js';
+import type { AuthQuery } from './login-state.js';
+import type { OwedFactors } from './second-factors.js';
+
+/** A factor a login can bind to the account mid-flow, by the auth query that asks for it. */
+export interface BindableFactor {
+  typeId: string;
+  /** For messages: what the login owes when it owes this factor. */
+  owedName: string;
+}
+
+export const TOTP_BINDING: BindableFactor = { typeId: 'MFA', owedName: 'a TOTP code' };
+
+const describeQuery = (q: AuthQuery) =>
+  q.typeId === 'EXT-JWT' ? `EXT-JWT (signer ${String(q.id)})` : q.typeId;
+
+/**
+ * A login may bind a new factor (TOTP enrollment; any later kind of authenticator) only when that
+ * factor is the one thing it still owes. Binding is what a second factor protects: were it allowed
+ * earlier, a password alone would make an authenticator of the caller's choosing the account's,
+ * and the factors owed besides would be asked for only afterwards, too late. `owed` must already
+ * count the credentials of the request at hand. Otherwise 400 INVALID_AUTH_REQUEST, naming what
+ * is owed and carrying its challenges (also in WWW-Authenticate, as the 200 answer does).
+ */
+export function assertReadyToBind(owed: OwedFactors, factor: BindableFactor): void {
+  if (!owed.authQueries.some((q) => q.typeId === factor.typeId)) {
+    throw new AppError('INVALID_AUTH_REQUEST', { message: `this login does not owe ${factor.owedName}` });
+  }
+  const others = owed.authQueries.filter((q) => q.typeId !== factor.typeId);
+  if (others.length === 0) return;
+  const challenges = owed.challenges.map((c) => `WWW-Authenticate: ${formatChallenge(c)}`);
+  throw new AppError('INVALID_AUTH_REQUEST', {
+    message:
+      `satisfy the other owed factors before binding a new one: ${others.map(describeQuery).join(', ')}` +
+      (challenges.length > 0 ? ` (${challenges.join('; ')})` : ''),
+    challenges: owed.challenges,
+  });
+}
