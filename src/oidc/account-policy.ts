@@ -120,7 +120,7 @@ export function createAccountPolicy({
     }
     const grantId = await grant.save();
     try {
-      await sessions.start(grantId, facts);
+      await sessions.start(grantId, { ...facts, issuer: ctx.oidc.issuer });
     } catch (err) {
       // The identity was deleted between the login and here: no session, no grant, no code.
       if (!isForeignKeyViolation(err)) throw err;

@@ -143,7 +143,6 @@ export async function createOidc(deps: OidcDeps) {
     audit: deps.audit,
     knex,
     revocations: deps.revocations,
-    maxSessionSeconds: durations.maxSessionDuration,
   });
   deps.revocations.hooks.push((trx, identityId) => sessions.forgetIdentity(trx, identityId));
   const prefetch = createGrantPrefetch();
@@ -160,6 +159,7 @@ export async function createOidc(deps: OidcDeps) {
     onGrantDestroyed: (grantId) => sessions.endGrant(grantId),
     prefetch,
     completedLogins,
+    accessTokenSeconds: durations.accessTokenDuration,
   });
   const registry = buildRegistry({
     config,

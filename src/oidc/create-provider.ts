@@ -12,6 +12,7 @@ import Provider, {
 import type { JWK } from 'jose';
 import { isDatabaseUnavailable } from '../db/db-errors.js';
 import type { AccountPolicy } from './account-policy.js';
+import { CODE_SECONDS } from './login-lifetime.js';
 import { LOGIN_PATH_BY_HINT, LOGIN_PATHS, loginEndpointsOf } from './login-paths.js';
 
 export const CLIENT_ID = 'svc';
@@ -107,9 +108,11 @@ function ttls(d: OidcDurations): Configuration['ttl'] {
       const left = grantExp ? grantExp - Math.floor(Date.now() / 1000) : Infinity;
       return Math.max(1, Math.min(d.refreshTokenDuration, left));
     },
-    AuthorizationCode: 60,
+    AuthorizationCode: CODE_SECONDS,
     Interaction: 600,
+    // The cap of the refresh chain. The adapter ends a grant's row earlier (login-lifetime.ts).
     Grant: d.maxSessionDuration,
+    // Never stored (the adapter's upsert), so never longer than the request that made it.
     Session: d.maxSessionDuration,
   };
 }
@@ -193,6 +196,10 @@ function configuration(o: ProviderOptions): Configuration {
     features: features(o.durations),
     interactions: { policy: policy(), url: (ctx, interaction) => loginUrl(ctx, interaction.uid) },
     rotateRefreshToken: true,
+    // Codes and tokens are not bound to the provider's Session, which is never stored (the
+    // adapter): the provider's default binds those of a login without offline_access to it, and
+    // their exchange would fail.
+    expiresWithSession: () => false,
     ttl: ttls(o.durations),
     findAccount: o.accounts.findAccount,
     extraTokenClaims: o.accounts.extraTokenClaims as Configuration['extraTokenClaims'],

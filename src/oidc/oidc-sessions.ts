@@ -4,6 +4,7 @@ import type { Db } from '../db/create-database.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { NO_AUDIT, type AuditTrail } from '../services/audit-trail.js';
+import { loginRowsEnd } from './login-lifetime.js';
 import type { RevocationService, RevokeOptions } from '../services/revocation-service.js';
 
 /**
@@ -22,6 +23,11 @@ export interface LoginFacts {
   tokenGeneration: number;
   /** Epoch seconds of the primary authentication. */
   authTime: number;
+  /**
+   * The issuer the login went through: its codes and refresh tokens are redeemed there only.
+   * Absent from logins stored before it was kept (they are redeemed at any issuer).
+   */
+  issuer?: string;
 }
 
 const MODEL = 'SvcLogin';
@@ -29,11 +35,6 @@ const MODEL = 'SvcLogin';
 export interface OidcSessionsDeps {
   knex: Knex;
   revocations: RevocationService;
-  /**
-   * edge.oidc.maxSessionDuration (s): the API session and the grant (every refresh token of it)
-   * end with it.
-   */
-  maxSessionSeconds: number;
   audit?: AuditTrail;
   now?: () => Date;
 }
@@ -45,7 +46,6 @@ export interface OidcSessionsDeps {
 export function createOidcSessions({
   knex,
   revocations,
-  maxSessionSeconds,
   audit = NO_AUDIT,
   now = () => new Date(),
 }: OidcSessionsDeps) {
@@ -63,10 +63,10 @@ export function createOidcSessions({
     /**
      * The API session row (id = z_asid) and the facts of the grant, written together or not at
      * all, in one statement (`insertWithLoginFacts`). A deleted identity fails it on the session's
-     * foreign key.
+     * foreign key. Both end with the login's code until a token is issued (login-lifetime.ts).
      */
     async start(grantId: string, facts: LoginFacts): Promise<void> {
-      const expiresAt = new Date(now().getTime() + maxSessionSeconds * 1000);
+      const expiresAt = loginRowsEnd(now(), { kind: 'login' });
       await apiSessionsRepository.insertWithLoginFacts(
         knex,
         {
@@ -153,6 +153,7 @@ const factsOnly = (f: LoginFacts): LoginFacts => ({
   isAdmin: f.isAdmin,
   tokenGeneration: f.tokenGeneration,
   authTime: f.authTime,
+  ...(f.issuer !== undefined ? { issuer: f.issuer } : {}),
 });
 
 function grantIdOf(stored: { payload: Record<string, unknown> }): string | undefined {

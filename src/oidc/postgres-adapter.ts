@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Knex } from 'knex';
 import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
+import { loginRowsRepository } from '../repositories/login-rows-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import {
   tokenWithGrantRepository,
@@ -8,6 +9,7 @@ import {
 } from '../repositories/token-with-grant-repository.js';
 import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
+import { loginRowsEnd } from './login-lifetime.js';
 import { liveFacts } from './oidc-sessions.js';
 import { openPayload, sealPayload } from './stored-payload.js';
 
@@ -31,6 +33,8 @@ export interface PostgresAdapterDeps {
    * destroy leaves the consumed row to the janitor. Without it no login completes.
    */
   completedLogins: Pick<CompletedLogins, 'interactionFor' | 'completedInteraction'>;
+  /** edge.oidc.accessTokenDuration (s): how long a login's rows last at least once it has a token. */
+  accessTokenSeconds: number;
   /** The provider request being served (oidc-provider keeps it in an AsyncLocalStorage). */
   requestContext?: () => object | undefined;
   now?: () => Date;
@@ -40,6 +44,21 @@ const isGrantToken = (model: string): model is GrantTokenModel =>
   model === 'AuthorizationCode' || model === 'RefreshToken';
 
 const epoch = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/** What the adapter reads of the provider's request: its route name and its issuer. */
+type ProviderRequest = { req?: IncomingMessage; oidc?: { route?: string; issuer?: string } };
+
+/**
+ * A code or refresh token is redeemed only at the issuer its login went through (RFC 9700 §4.4):
+ * elsewhere the token endpoint does not find it, so it answers `invalid_grant` and consumes nothing.
+ * Other endpoints (revocation) find it at every issuer of the deployment. Logins stored without an
+ * issuer are redeemed anywhere.
+ */
+function redeemableHere(ctx: object, facts: Record<string, unknown> | undefined): boolean {
+  const oidc = (ctx as ProviderRequest).oidc;
+  const issuer = facts?.issuer;
+  return oidc?.route !== 'token' || typeof issuer !== 'string' || issuer === oidc.issuer;
+}
 
 /**
  * Every id, uid and user code the provider generates is short printable ASCII; client ids are
@@ -60,25 +79,41 @@ export function createPostgresAdapter({
   onGrantDestroyed,
   prefetch,
   completedLogins,
+  accessTokenSeconds,
   requestContext = () => Provider.ctx,
   now = () => new Date(),
 }: PostgresAdapterDeps) {
-  const requestOf = () => (requestContext() as { req?: IncomingMessage } | undefined)?.req;
+  const requestOf = () => (requestContext() as ProviderRequest | undefined)?.req;
 
   return class PostgresAdapter implements Adapter {
     constructor(private readonly model: string) {}
 
+    /**
+     * The provider's Session is not stored: its cookie is stripped from every request
+     * (oidc-dispatch.ts), and no code or token is bound to it (`expiresWithSession`,
+     * create-provider.ts), so nothing would ever read it. A Grant is saved once, as its login
+     * completes and before its code: it ends with that code until a token is issued
+     * (login-lifetime.ts). A refresh token moves the end of its login's rows to its own.
+     */
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      if (this.model === 'Session') return;
       if (this.model === 'Grant') prefetch?.forget(requestContext(), id);
-      await oidcPayloadsRepository.upsert(knex, {
+      const at = now();
+      const row = {
         model: this.model,
         id,
         payload: sealPayload(id, payload),
         grantId: payload.grantId,
         userCode: payload.userCode,
         uid: payload.uid,
-        expiresAt: expiresIn ? new Date(now().getTime() + expiresIn * 1000) : null,
-      });
+        expiresAt: expiresIn ? new Date(at.getTime() + expiresIn * 1000) : null,
+      };
+      if (this.model === 'Grant') row.expiresAt = loginRowsEnd(at, { kind: 'login' });
+      if (this.model === 'RefreshToken' && row.grantId && row.expiresAt) {
+        const loginEnd = loginRowsEnd(at, { kind: 'refresh-token', expiresAt: row.expiresAt });
+        return loginRowsRepository.upsertAndExtend(knex, { ...row, grantId: row.grantId }, loginEnd);
+      }
+      await oidcPayloadsRepository.upsert(knex, row);
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
@@ -113,8 +148,19 @@ export function createPostgresAdapter({
       );
     }
 
+    /** Redeeming a code or refresh token issues an access token: its login's rows last at least as long. */
     async consume(id: string): Promise<void> {
-      if (await oidcPayloadsRepository.consume(knex, this.model, id, now())) return;
+      const at = now();
+      const consumed = isGrantToken(this.model)
+        ? await loginRowsRepository.consumeAndExtend(
+            knex,
+            this.model,
+            id,
+            at,
+            loginRowsEnd(at, { kind: 'access-token', accessTokenSeconds }),
+          )
+        : await oidcPayloadsRepository.consume(knex, this.model, id, at);
+      if (consumed) return;
       if (this.model === 'PushedAuthorizationRequest') {
         throw new errors.InvalidRequestUri('request_uri is invalid, expired, or was already used');
       }
@@ -146,7 +192,7 @@ export function createPostgresAdapter({
     ): Promise<AdapterPayload | undefined> {
       const at = now();
       const found = await tokenWithGrantRepository.find(knex, model, id, at);
-      if (!found) return undefined;
+      if (!found || !redeemableHere(ctx, found.facts)) return undefined;
       const grantId = found.token.payload.grantId;
       if (typeof grantId === 'string') {
         prefetch!.remember(ctx, grantId, {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import { generateRootCa } from '../../src/crypto/pki.js';
-import { passwordLogin, startAuthorization } from '../helpers/oidc-client.js';
+import { followToCallback, passwordLogin, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { usingPostgres } from '../helpers/test-database.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { businessRows } from './business-rows.js';
@@ -105,9 +105,24 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
     for (const method of ['password', 'cert', 'ext-jwt']) {
       authRequestIds.push((await startAuthorization(server.client, { method })).authRequestId);
     }
+    // Codes and refresh tokens of the listener's other issuer (localhost), sent to either.
+    const localhost = server.newClient({}, server.url.replace('127.0.0.1', 'localhost'));
+    const grantTokens = { codes: [] as string[], refreshTokens: [] as string[] };
+    for (let i = 0; i < 3; i++) {
+      const started = await startAuthorization(localhost, { method: 'password' });
+      const login = await submitLogin(localhost, started, {
+        body: { username: ADMIN_USERNAME, password: ADMIN_PASSWORD },
+      });
+      grantTokens.codes.push((await followToCallback(localhost, login)).code);
+      const other = await passwordLogin(localhost, ADMIN_USERNAME, ADMIN_PASSWORD);
+      grantTokens.refreshTokens.push(other.tokens.refresh_token!);
+    }
+    const port = new URL(server.url).port;
     targets = {
       ids,
       authRequestIds,
+      grantTokens,
+      hosts: [`127.0.0.1:${port}`, `localhost:${port}`],
       credentials: {
         'admin-session': { 'svc-session': session },
         'admin-bearer': { authorization: `Bearer ${tokens.access_token}` },
@@ -156,6 +171,26 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
     expect(ready.status).toBe(200);
     expect(rowsAfter).toEqual(rowsBefore);
     expect(report).toEqual([]);
+  });
+
+  test('real codes and refresh tokens redeemed under a foreign Host get invalid_grant, never a 5xx', async () => {
+    const foreign = { host: targets.hosts[0]! };
+    const forms = [
+      ...targets.grantTokens.codes.map((code) => ({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: 'http://127.0.0.1:54321/auth/callback',
+        code_verifier: 'x'.repeat(43),
+      })),
+      ...targets.grantTokens.refreshTokens.map((rt) => ({ grant_type: 'refresh_token', refresh_token: rt })),
+    ];
+    for (const form of forms) {
+      const res = await server.client.post('/oidc/token', {
+        form: { ...form, client_id: 'svc' },
+        headers: foreign,
+      });
+      expect([res.status, res.body.error]).toEqual([400, 'invalid_grant']);
+    }
   });
 
   test('the metrics name route templates, never raw paths', async () => {

@@ -26,6 +26,10 @@ export interface Targets {
   /** Real ids by collection (`identities`, `cas`, …). */
   ids: Record<string, string[]>;
   authRequestIds: string[];
+  /** Real codes and refresh tokens, issued under another issuer than the one requests pick by default. */
+  grantTokens: { codes: string[]; refreshTokens: string[] };
+  /** The Host values of the listener's issuers: any of them may be sent. */
+  hosts: string[];
   credentials: Record<'admin-session' | 'admin-bearer', Record<string, string>>;
 }
 
@@ -102,6 +106,9 @@ function valueFor(name: string, targets: Targets): fc.Arbitrary<string> {
     authRequestID: targets.authRequestIds,
     id: targets.authRequestIds,
     username: ['nobody', 'hostile-user', 'ADMIN ', 'root'],
+    code: targets.grantTokens.codes,
+    refresh_token: targets.grantTokens.refreshTokens,
+    token: targets.grantTokens.refreshTokens,
   };
   const known = Object.hasOwn(plausible, name) ? plausible[name] : undefined;
   const hostile = fc.oneof(hostileString, badCredentialString);
@@ -419,6 +426,25 @@ function headersFor(caller: Caller, targets: Targets): fc.Arbitrary<Record<strin
   return fc.tuple(base, extra).map(([a, b]) => ({ ...b, ...a }));
 }
 
+/** The endpoints that redeem or revoke codes and refresh tokens. */
+const GRANT_ENDPOINTS = new Set(['/oidc/token', '/oidc/revoke']);
+
+/**
+ * Headers for `op`; at the grant endpoints also a Host of any issuer of the listener, so real codes
+ * and refresh tokens reach an issuer other than their own. Other operations draw exactly as before.
+ */
+function headersForOperation(
+  op: Operation,
+  caller: Caller,
+  targets: Targets,
+): fc.Arbitrary<Record<string, string | string[]>> {
+  const headers = headersFor(caller, targets);
+  if (!GRANT_ENDPOINTS.has(op.path)) return headers;
+  return fc
+    .tuple(headers, fc.option(fc.constantFrom(...targets.hosts), { nil: undefined }))
+    .map(([h, host]) => (host === undefined ? h : { ...h, host }));
+}
+
 /** Fills `{id}` and friends; real ids only go with bodies that can never be valid. */
 function fillPath(op: Operation, targets: Targets): fc.Arbitrary<{ path: string; real: boolean }> {
   const names = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
@@ -437,7 +463,12 @@ function fillPath(op: Operation, targets: Targets): fc.Arbitrary<{ path: string;
 /** One hostile request for `op` from `caller`. */
 export function requestFor(op: Operation, caller: Caller, targets: Targets): fc.Arbitrary<HostileRequest> {
   return fc
-    .tuple(fillPath(op, targets), queryString(op, targets), headersFor(caller, targets), fc.nat(99))
+    .tuple(
+      fillPath(op, targets),
+      queryString(op, targets),
+      headersForOperation(op, caller, targets),
+      fc.nat(99),
+    )
     .chain(([filled, query, headers, dice]) => {
       // A caller who may write gets only bodies that can never be valid (no business row may appear).
       const mayWrite = op.writes && caller.startsWith('admin');

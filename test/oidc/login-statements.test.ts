@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { statementsOf } from '../helpers/sql-statements.js';
 import { exchangeCode, followToCallback, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { enrolledUpdbUser, managementApi } from '../identities/identity-fixtures.js';
@@ -13,7 +13,7 @@ describe('password login: SQL statements of the whole flow', () => {
   });
   afterAll(() => server.close());
 
-  test('authorization 1, login POST 12, exchange 3: each row read once, no transaction', async () => {
+  test('authorization 1, login POST 11, exchange 3: each row read once, no transaction', async () => {
     const api = managementApi(server, await server.adminToken());
     const user = await enrolledUpdbUser(server, api, 'login-statements-user');
 
@@ -34,10 +34,11 @@ describe('password login: SQL statements of the whole flow', () => {
 
     expect(authorization).toHaveLength(1);
     expect(follow).toHaveLength(0);
-    expect(sql).toHaveLength(12);
+    expect(sql).toHaveLength(11);
     // The interaction: read once by the step, then marked consumed by one conditional update; the
-    // provider's resume takes it (and the identity) from the request, not from the database.
-    expect(count(sql, /"oidc_payloads"/)).toBe(6);
+    // provider's resume takes it (and the identity) from the request, not from the database. Then
+    // the grant, the facts and the code; the provider's Session is not stored.
+    expect(count(sql, /"oidc_payloads"/)).toBe(5);
     expect(count(sql, /^select "payload", "consumed_at" from "oidc_payloads"/)).toBe(1);
     expect(count(sql, /^update "oidc_payloads" set "consumed_at" = .* and "consumed_at" is null$/)).toBe(1);
     expect(count(sql, /^delete /)).toBe(0);
@@ -55,10 +56,32 @@ describe('password login: SQL statements of the whole flow', () => {
     expect(count(sql, /^(BEGIN|COMMIT)/i)).toBe(0);
 
     // One joined read of the code, its grant, login facts, API session and identity; the consume;
-    // the refresh token.
+    // the refresh token. The last two also set the end of the login's rows.
     expect(exchange).toHaveLength(3);
     expect(exchange[0]).toMatch(/FROM oidc_payloads t\s+LEFT JOIN oidc_payloads g/);
-    expect(exchange[1]).toMatch(/^update "oidc_payloads" set "consumed_at"/);
-    expect(exchange[2]).toMatch(/^insert into "oidc_payloads"/);
+    expect(exchange[1]).toMatch(/^WITH consumed AS \(\s*UPDATE oidc_payloads SET consumed_at/);
+    expect(exchange[2]).toMatch(/insert into "oidc_payloads"/);
+  });
+
+  test('without offline_access the exchange is the read and the consume: the code is bound to no provider Session', async () => {
+    const started = await startAuthorization(server.client, { method: 'password', scope: 'openid' });
+    const login = await submitLogin(server.client, started, {
+      body: { username: ADMIN_USERNAME, password: ADMIN_PASSWORD },
+    });
+    const callback = await followToCallback(server.client, login);
+
+    const { result: token, sql: exchange } = await statementsOf(server.app.knex, () =>
+      exchangeCode(server.client, { code: callback.code, verifier: started.pkce.verifier }),
+    );
+
+    expect(token.status).toBe(200);
+    expect(token.body.refresh_token).toBeUndefined();
+    // oidc-provider binds a code to its Session unless `expiresWithSession` says no (its default
+    // says yes without offline_access): the exchange would then look the Session up by uid.
+    expect(exchange).toHaveLength(2);
+    expect(exchange[0]).toMatch(/FROM oidc_payloads t\s+LEFT JOIN oidc_payloads g/);
+    expect(exchange[1]).toMatch(/^WITH consumed AS/);
+    const sessions = await server.app.knex('oidc_payloads').where({ model: 'Session' }).count('* as n');
+    expect(Number(sessions[0]!.n)).toBe(0);
   });
 });

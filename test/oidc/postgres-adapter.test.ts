@@ -17,6 +17,7 @@ describe('the oidc-provider adapter over oidc_payloads', () => {
         destroyedGrants.push(id);
       },
       completedLogins: createCompletedLogins(),
+      accessTokenSeconds: 1800,
     });
   });
   afterAll(() => server.close());
@@ -56,16 +57,32 @@ describe('the oidc-provider adapter over oidc_payloads', () => {
 
   test('destroying a Grant reports it (its API session is revoked there); findByUid takes the newest', async () => {
     const grants = new Adapter('Grant');
-    const sessions = new Adapter('Session');
+    const byUid = new Adapter('BackchannelAuthenticationRequest');
     await grants.upsert('grant-x', { accountId: 'a' }, 60);
-    await sessions.upsert('s-old', { uid: 'same-uid', accountId: 'old' }, 30);
-    await sessions.upsert('s-new', { uid: 'same-uid', accountId: 'new' }, 60);
+    await byUid.upsert('s-old', { uid: 'same-uid', accountId: 'old' }, 30);
+    await byUid.upsert('s-new', { uid: 'same-uid', accountId: 'new' }, 60);
 
     await grants.destroy('grant-x');
 
     expect(destroyedGrants).toEqual(['grant-x']);
     expect(await grants.find('grant-x')).toBeUndefined();
-    expect((await sessions.findByUid('same-uid'))!.accountId).toBe('new');
+    expect((await byUid.findByUid('same-uid'))!.accountId).toBe('new');
+  });
+
+  test("the provider's Session is never stored; one stored before is still found", async () => {
+    const sessions = new Adapter('Session');
+    await sessions.upsert('s-1', { uid: 'uid-1', accountId: 'a' }, 60);
+    await server.app.knex('oidc_payloads').insert({
+      model: 'Session',
+      id: hashTokenId('s-0'),
+      uid: 'uid-0',
+      payload: JSON.stringify({ uid: 'uid-0', accountId: 'a' }),
+      expires_at: new Date(Date.now() + 60_000),
+    });
+
+    expect(await sessions.find('s-1')).toBeUndefined();
+    expect(await sessions.findByUid('uid-1')).toBeUndefined();
+    expect((await sessions.findByUid('uid-0'))!.accountId).toBe('a');
   });
 
   test('a row is keyed by the hash of its id and its payload holds no copy of it; find restores them', async () => {

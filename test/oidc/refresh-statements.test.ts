@@ -20,10 +20,13 @@ describe('refresh grant: SQL statements per grant', () => {
         refreshTokens(server.client, refreshToken),
       );
       expect(result.status).toBe(200);
-      // Read the chain, consume the presented token, store its successor.
+      // Read the chain, consume the presented token, store its successor; the last two also move
+      // the end of the login's rows (grant, facts, API session) with the chain.
       expect(sql).toHaveLength(3);
-      expect(sql[1]).toMatch(/^update "oidc_payloads" set "consumed_at"/);
-      expect(sql[2]).toMatch(/^insert into "oidc_payloads"/);
+      expect(sql[1]).toMatch(/^WITH consumed AS \(\s*UPDATE oidc_payloads SET consumed_at/);
+      expect(sql[1]).toMatch(/UPDATE api_sessions SET expires_at/);
+      expect(sql[2]).toMatch(/^with "login_rows" as \(UPDATE oidc_payloads SET expires_at/);
+      expect(sql[2]).toMatch(/UPDATE api_sessions SET expires_at[\s\S]*insert into "oidc_payloads"/);
       refreshToken = result.body.refresh_token;
     }
   });

@@ -1,0 +1,51 @@
+import type { Db } from '../db/create-database.js';
+import { hashTokenId } from '../crypto/token-id-hash.js';
+import { PREPARED } from '../db/prepared.js';
+import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-repository.js';
+
+/*
+ * The rows a login keeps besides its codes and tokens: the provider's Grant and our SvcLogin facts
+ * (both keyed by the grant id's hash; the facts keep their API session id in `uid`), and that API
+ * session. Their end only ever moves later (GREATEST), so writes in any order agree.
+ */
+const loginRowsUpdate = (grantIds: string) =>
+  `UPDATE oidc_payloads SET expires_at = GREATEST(expires_at, ?)
+    WHERE model IN ('Grant', 'SvcLogin') AND id IN (${grantIds})
+   RETURNING uid`;
+const API_SESSION_UPDATE = `UPDATE api_sessions SET expires_at = GREATEST(expires_at, ?)
+    WHERE id IN (SELECT uid FROM login_rows)`;
+
+const CONSUME_SQL = `WITH consumed AS (
+  UPDATE oidc_payloads SET consumed_at = ?
+   WHERE model = ? AND id = ? AND consumed_at IS NULL
+  RETURNING grant_id
+), login_rows AS (${loginRowsUpdate('SELECT grant_id FROM consumed')}
+), api_session AS (${API_SESSION_UPDATE})
+SELECT count(*)::int AS n FROM consumed`;
+
+/**
+ * Writes that move the end of a login's rows (src/oidc/login-lifetime.ts) inside a statement the
+ * token request sends anyway, so a code exchange or a refresh costs no extra round trip.
+ */
+export const loginRowsRepository = {
+  /**
+   * Marks a code or refresh token consumed in ONE conditional statement, which also moves its
+   * login's rows to end no earlier than `loginEnd`; false when it was gone or already consumed
+   * (then nothing moves).
+   */
+  async consumeAndExtend(db: Db, model: string, id: string, at: Date, loginEnd: Date): Promise<boolean> {
+    const { rows } = await db
+      .raw(CONSUME_SQL, [at, model, hashTokenId(id), loginEnd, loginEnd])
+      .options(PREPARED);
+    return Number((rows[0] as { n: number }).n) > 0;
+  },
+
+  /** Stores a refresh token and, in the same statement, moves its login's rows to end no earlier than `loginEnd`. */
+  async upsertAndExtend(db: Db, row: OidcPayloadRow & { grantId: string }, loginEnd: Date): Promise<void> {
+    await oidcPayloadsRepository
+      .upsertStatement(db, row)
+      .with('login_rows', db.raw(loginRowsUpdate('?'), [loginEnd, hashTokenId(row.grantId)]))
+      .with('api_session', db.raw(API_SESSION_UPDATE, [loginEnd]))
+      .options(PREPARED);
+  },
+};
