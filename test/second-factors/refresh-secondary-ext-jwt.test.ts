@@ -56,12 +56,15 @@ describe('the refresh grant of an identity whose policy requires a secondary ext
       headers,
     });
 
-  /** openid-client as an integrator sets it up: the JWT goes out in `Authorization` on every call. */
+  /** openid-client set up as docs/integrating.md shows: the JWT goes to the token endpoint. */
   async function refreshWithOpenidClient(refreshToken: string, jwt: string) {
     const { config, close } = await discoverClient(server, issuerOf(server));
-    const fetchWithoutJwt = config[oc.customFetch]!;
+    const trustingFetch = config[oc.customFetch]!;
+    const { token_endpoint } = config.serverMetadata();
     config[oc.customFetch] = (url, options) =>
-      fetchWithoutJwt(url, { ...options, headers: { ...options.headers, authorization: `Bearer ${jwt}` } });
+      url === token_endpoint
+        ? trustingFetch(url, { ...options, headers: { ...options.headers, authorization: `Bearer ${jwt}` } })
+        : trustingFetch(url, options);
     try {
       return await oc.refreshTokenGrant(config, refreshToken);
     } finally {
