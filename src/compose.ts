@@ -205,6 +205,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     findIdentity,
     findIdentityWithPolicy: (id) => identitiesRepository.findWithPolicy(knex, id),
     factors: secondFactors,
+    secondaryExtJwt: services.extJwtMethod,
     totp: services.totp,
     audit: services.audit,
     onGrant: deps.metrics.countGrant,

@@ -396,7 +396,7 @@ export const configSchema = z.object({
       authorizationPerSecond: int(10, 1, 1_000_000).meta({
         description:
           'Requests per second per client IP on GET /oidc/authorization, which stores an auth request ' +
-          'per call: a budget of its own.',
+          'per call, and on its resume path /oidc/authorization/<uid>: a budget of its own, shared by both.',
       }),
       authorizationBurst: int(100, 1, 10_000_000).meta({ description: 'Burst of that limit.' }),
     })

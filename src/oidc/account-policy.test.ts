@@ -36,7 +36,13 @@ const facts: LoginFacts = {
 function policyWith(revoked: { sessions?: string[]; generationBelow?: number }) {
   const prefetch = createGrantPrefetch();
   const ctx = {} as KoaContextWithOIDC;
-  prefetch.remember(ctx, 'grant-1', { accountId: 'id-1', grant: undefined, facts, identity });
+  prefetch.remember(ctx, 'grant-1', {
+    accountId: 'id-1',
+    grant: undefined,
+    facts,
+    identity,
+    secondaryExtJwtSigner: null,
+  });
   const policy = createAccountPolicy({
     findIdentity: async () => identity,
     sessions: { factsOf: async () => facts } as unknown as OidcSessions,

@@ -12,6 +12,7 @@ import { createKeyWatcher } from '../services/keys/key-watcher.js';
 import type { RevocationService } from '../services/revocation-service.js';
 import type { RevocationState } from '../services/revocation-state.js';
 import type { IdentityContextCache } from '../services/identity-context.js';
+import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { AdapterConstructor } from 'oidc-provider';
 import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
@@ -25,6 +26,7 @@ import { createOidcDispatch } from './oidc-dispatch.js';
 import { startOidcJanitor } from './oidc-janitor.js';
 import { createOidcSessions } from './oidc-sessions.js';
 import { createPostgresAdapter } from './postgres-adapter.js';
+import { createRefreshSecondFactor } from './refresh-second-factor.js';
 import { createTokenVerifier } from './token-verifier.js';
 import {
   corsOriginMatcher,
@@ -48,6 +50,8 @@ export interface OidcDeps {
   identityContext: IdentityContextCache;
   /** The second factors and the TOTP service the login's steps check. */
   factors: LoginFlowDeps['factors'];
+  /** Verifies the secondary external JWT a refresh grant must carry when the policy requires one. */
+  secondaryExtJwt: Pick<ExtJwtMethod, 'checkSecondary'>;
   totp: LoginFlowDeps['totp'];
   audit: AuditTrail;
   /** Told each token endpoint outcome (metrics). */
@@ -147,13 +151,19 @@ export async function createOidc(deps: OidcDeps) {
   deps.revocations.hooks.push((trx, identityId) => sessions.forgetIdentity(trx, identityId));
   const prefetch = createGrantPrefetch();
   const completedLogins = createCompletedLogins();
-  const accounts = createAccountPolicy({
+  const refreshSecondFactor = createRefreshSecondFactor({
+    extJwt: deps.secondaryExtJwt,
+    prefetch,
+    findIdentityWithPolicy: deps.findIdentityWithPolicy,
+  });
+  const policy = createAccountPolicy({
     findIdentity: deps.findIdentity,
     sessions,
     prefetch,
     completedLogins,
     revocations: deps.revocationState,
   });
+  const accounts = { ...policy, findAccount: refreshSecondFactor.guard(policy.findAccount) };
   const Adapter = createPostgresAdapter({
     knex,
     onGrantDestroyed: (grantId) => sessions.endGrant(grantId),
@@ -214,7 +224,7 @@ export async function createOidc(deps: OidcDeps) {
       },
     },
     /** The `/oidc` middleware: `ours` (login, userinfo, end_session routes) first, then the provider. */
-    dispatch: (ours: Middleware): Middleware => createOidcDispatch(registry, ours),
+    dispatch: (ours: Middleware): Middleware => createOidcDispatch(registry, ours, refreshSecondFactor),
     async stop(): Promise<void> {
       watcher.stop();
       await stopJanitor();

@@ -10,6 +10,8 @@ export interface PrefetchedGrant {
   /** Undefined when the facts are gone or their API session has ended. */
   facts: LoginFacts | undefined;
   identity: Identity | undefined;
+  /** The identity's policy's `secondary.requireExtJwt`, read with it (null: none required). */
+  secondaryExtJwtSigner: string | null;
 }
 
 /**

@@ -4,6 +4,7 @@ import { AppError } from '../errors/app-error.js';
 import { CLIENT_ID } from './create-provider.js';
 import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
 import { OIDC_MOUNT } from './login-paths.js';
+import type { RefreshSecondFactor } from './refresh-second-factor.js';
 import { withoutCookie } from './resume-in-process.js';
 
 const ROOT_DISCOVERY = '/.well-known/openid-configuration';
@@ -89,7 +90,9 @@ function rewriteAuthorizationQuery(ctx: Context): boolean {
   return true;
 }
 
-async function dispatch(ctx: Context, entry: IssuerEntry): Promise<void> {
+type TokenRequests = Pick<RefreshSecondFactor, 'takeBearerValues'>;
+
+async function dispatch(ctx: Context, entry: IssuerEntry, tokenRequests: TokenRequests): Promise<void> {
   const req = ctx.req as typeof ctx.req & { originalUrl?: string };
   if (ctx.path === ROOT_DISCOVERY) {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
@@ -102,6 +105,8 @@ async function dispatch(ctx: Context, entry: IssuerEntry): Promise<void> {
     checkProviderRoute(ctx);
     if (ctx.path === `${OIDC_MOUNT}/authorization` && ctx.method === 'GET' && !rewriteAuthorizationQuery(ctx))
       return;
+    // Bearer values at the token endpoint are the secondary external JWT, never client authentication.
+    if (ctx.path === `${OIDC_MOUNT}/token`) tokenRequests.takeBearerValues(req);
     req.originalUrl = req.url;
     req.url = req.url!.slice(OIDC_MOUNT.length) || '/';
   }
@@ -117,7 +122,11 @@ async function dispatch(ctx: Context, entry: IssuerEntry): Promise<void> {
  * issuer is picked by the Host header among the addresses of the listener that accepted the connection;
  * other hosts get a JSON 404 (docs/operations.md). Our own routes run first, then the provider.
  */
-export function createOidcDispatch(registry: IssuerRegistry, ours: Middleware): Middleware {
+export function createOidcDispatch(
+  registry: IssuerRegistry,
+  ours: Middleware,
+  tokenRequests: TokenRequests,
+): Middleware {
   return async function oidcDispatch(ctx: Context, next: Next) {
     const inOidc = ctx.path === OIDC_MOUNT || ctx.path.startsWith(`${OIDC_MOUNT}/`);
     if (!inOidc && ctx.path !== ROOT_DISCOVERY) return next();
@@ -125,6 +134,6 @@ export function createOidcDispatch(registry: IssuerRegistry, ours: Middleware): 
     if (!entry) throw new AppError('NOT_FOUND', { message: 'no OIDC issuer is served at this address' });
     ctx.state.oidcIssuer = entry;
     ctx.state.routeTemplate = providerTemplateOf(ctx.path);
-    await ours(ctx, () => dispatch(ctx, entry));
+    await ours(ctx, () => dispatch(ctx, entry, tokenRequests));
   };
 }

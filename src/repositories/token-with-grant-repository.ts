@@ -23,6 +23,8 @@ export interface TokenWithGrant {
   sessionExpiresAt: Date | null;
   /** Undefined when the identity no longer exists. */
   identity: Identity | undefined;
+  /** The signer whose JWT the identity's policy requires beside every token (`secondary.requireExtJwt`). */
+  secondaryExtJwtSigner: string | null;
 }
 
 const json = (v: unknown): Record<string, unknown> =>
@@ -36,13 +38,15 @@ const stored = (payload: unknown, consumedAt: Date | null): StoredOidcPayload =>
 /*
  * A Grant and our SvcLogin facts are keyed by the grant id's hash, which is what a code's or a
  * refresh token's `grant_id` holds (docs/adr/0004-hashed-token-ids.md); the facts row keeps its API
- * session id in `uid`. Every model row counts only until it expires, like a single find.
+ * session id in `uid`. Every model row counts only until it expires, like a single find. The
+ * identity's policy brings the secondary JWT signer a refresh grant must be shown a JWT of.
  */
 const SQL = `
 SELECT t.payload, t.consumed_at, t.account_id,
        g.id AS g_id, g.payload AS g_payload, g.consumed_at AS g_consumed_at,
        f.id AS f_id, f.payload AS f_payload, s.expires_at AS s_expires_at,
-       ${IDENTITY_COLUMNS.map((c) => `i.${c} AS i_${c}`).join(', ')}
+       ${IDENTITY_COLUMNS.map((c) => `i.${c} AS i_${c}`).join(', ')},
+       p.secondary_require_ext_jwt_signer_id AS p_secondary_ext_jwt
   FROM oidc_payloads t
   LEFT JOIN oidc_payloads g
          ON g.model = 'Grant' AND g.id = t.grant_id AND (g.expires_at IS NULL OR g.expires_at > ?)
@@ -50,6 +54,7 @@ SELECT t.payload, t.consumed_at, t.account_id,
          ON f.model = 'SvcLogin' AND f.id = t.grant_id AND (f.expires_at IS NULL OR f.expires_at > ?)
   LEFT JOIN api_sessions s ON s.id = f.uid
   LEFT JOIN identities i ON i.id = t.account_id
+  LEFT JOIN auth_policies p ON p.id = i.auth_policy_id
  WHERE t.model = ? AND t.id = ? AND (t.expires_at IS NULL OR t.expires_at > ?)
  LIMIT 1`;
 
@@ -75,6 +80,7 @@ export const tokenWithGrantRepository = {
       facts: r.f_id ? json(r.f_payload) : undefined,
       sessionExpiresAt: (r.s_expires_at as Date | null) ?? null,
       identity: r.i_id ? toIdentity(identityRow as unknown as Parameters<typeof toIdentity>[0]) : undefined,
+      secondaryExtJwtSigner: (r.p_secondary_ext_jwt as string | null) ?? null,
     };
   },
 };

@@ -10,26 +10,33 @@ import type { RouteDeps } from './route-deps.js';
 
 const isLoginPath = (path: string) => path === LOGIN_PREFIX || path.startsWith(`${LOGIN_PREFIX}/`);
 
+const AUTHORIZATION = '/oidc/authorization';
+/** The provider's resume of an auth request: `/oidc/authorization/<uid>`. */
+const isResumePath = (path: string) => path.startsWith(`${AUTHORIZATION}/`);
+
 /** Endpoints that answer refusals in the OAuth form (`oauthErrors`), not the Edge envelope. */
-const OAUTH_PATHS = new Set(['/oidc/authorization', '/oidc/token', '/oidc/revoke', '/oidc/userinfo']);
+const OAUTH_PATHS = new Set([AUTHORIZATION, '/oidc/token', '/oidc/revoke', '/oidc/userinfo']);
 
 /**
  * In front of the provider and our session endpoints: per-address limits (the token endpoint
  * shares the login budget; the authorization endpoint, which stores an auth request on every call,
- * has its own), and query parameters free of control characters — the provider would store them
- * with the auth request, and PostgreSQL refuses NUL in jsonb. Ids in form bodies (codes, tokens)
- * never reach SQL as they are: the adapter looks them up by their hash.
+ * has its own, and its resume path spends the same budget: a resume of an unfinished login replaces
+ * its auth request just as well), and query parameters free of control characters — the provider
+ * would store them with the auth request, and PostgreSQL refuses NUL in jsonb. Ids in form bodies
+ * (codes, tokens) never reach SQL as they are: the adapter looks them up by their hash.
  */
 function oauthGate(deps: RouteDeps): Middleware {
   const limits: Record<string, Middleware> = {
     '/oidc/token': rateLimit(deps.loginLimiter),
-    '/oidc/authorization': rateLimit(deps.authorizationLimiter),
+    [AUTHORIZATION]: rateLimit(deps.authorizationLimiter),
   };
   const noLimit: Middleware = (_ctx, next) => next();
+  const limitOf = (path: string) =>
+    isResumePath(path) ? limits[AUTHORIZATION]! : Object.hasOwn(limits, path) ? limits[path]! : noLimit;
   return async function oauthGateMiddleware(ctx: Context, next: Next) {
-    const limit = Object.hasOwn(limits, ctx.path) ? limits[ctx.path]! : noLimit;
+    const limit = limitOf(ctx.path);
     const gated = () => limit(ctx, () => checkQuery(ctx, next));
-    return OAUTH_PATHS.has(ctx.path) ? oauthErrors(ctx, gated) : gated();
+    return OAUTH_PATHS.has(ctx.path) || isResumePath(ctx.path) ? oauthErrors(ctx, gated) : gated();
   };
 }
 

@@ -452,12 +452,36 @@ function fillPath(op: Operation, targets: Targets): fc.Arbitrary<{ path: string;
   // A raw PEM body only reaches its parser on a real CA.
   const realWeight = op.media?.includes('text/plain') ? 12 : 3;
   const collection = /\/v1\/([a-z-]+)\//.exec(op.path)?.[1] ?? '';
-  const real = targets.ids[collection]?.length ? targets.ids[collection]! : Object.values(targets.ids).flat();
+  const real = names.includes('uid')
+    ? targets.authRequestIds
+    : targets.ids[collection]?.length
+      ? targets.ids[collection]!
+      : Object.values(targets.ids).flat();
   return fc.tuple(...names.map(() => pathId(real, realWeight))).map((ids) => {
     let path = op.path;
     ids.forEach((p, i) => (path = path.replace(`{${names[i]}}`, p.id)));
     return { path, real: ids.some((p) => p.real) };
   });
+}
+
+/**
+ * The resume path reads the provider's signed resume cookie: none, a forged signature for a real or
+ * hostile uid, or cookies of the wrong names. Other operations get none.
+ */
+function resumeCookie(op: Operation, targets: Targets): fc.Arbitrary<string | undefined> {
+  if (!op.path.endsWith('/{uid}')) return fc.constant(undefined);
+  const safe = (s: string) => s.replace(/[^\x21-\x7e]|;/g, '?').slice(0, 300);
+  const uid = fc.oneof(fc.constantFrom(...targets.authRequestIds), hostileString.map(safe));
+  return fc.option(
+    fc.oneof(
+      fc
+        .tuple(uid, badCredentialString.map(safe))
+        .map(([u, sig]) => `_interaction_resume=${u}; _interaction_resume.sig=${sig}`),
+      uid.map((u) => `_interaction_resume=${u}`),
+      badCredentialString.map((v) => `_session=${safe(v)}; _interaction=${safe(v)}`),
+    ),
+    { nil: undefined },
+  );
 }
 
 /** One hostile request for `op` from `caller`. */
@@ -468,8 +492,10 @@ export function requestFor(op: Operation, caller: Caller, targets: Targets): fc.
       queryString(op, targets),
       headersForOperation(op, caller, targets),
       fc.nat(99),
+      resumeCookie(op, targets),
     )
-    .chain(([filled, query, headers, dice]) => {
+    .chain(([filled, query, withoutCookie, dice, cookie]) => {
+      const headers = cookie === undefined ? withoutCookie : { ...withoutCookie, cookie };
       // A caller who may write gets only bodies that can never be valid (no business row may appear).
       const mayWrite = op.writes && caller.startsWith('admin');
       // Subactions on a real row (disable, enable, refresh, delete) take no body to poison: skipped.

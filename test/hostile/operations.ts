@@ -131,6 +131,8 @@ export function oidcOperations(): Operation[] {
     login('POST', '/oidc/login/totp/enroll/verify'),
     login('GET', '/oidc/login/auth-queries'),
     oidc('GET', '/oidc/authorization', { errorShape: 'oauth', queryNames: AUTHORIZE_PARAMS }),
+    // The provider's resume of an auth request; a uid it cannot route to is a JSON 404 in the Edge envelope.
+    oidc('GET', '/oidc/authorization/{uid}', { errorShape: 'edge-or-oauth', queryNames: AUTHORIZE_PARAMS }),
     oidc('POST', '/oidc/token', { errorShape: 'oauth', bodySchema: objectOf(TOKEN_PARAMS) }),
     oidc('POST', '/oidc/revoke', {
       errorShape: 'oauth',
