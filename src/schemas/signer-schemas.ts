@@ -2,13 +2,14 @@ import { z } from 'zod';
 import { booleanField, nonEmpty, optionalText, optionalUrl, stringList } from './schema-fields.js';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
+import { strictBody } from './strict-body.js';
 
 /**
  * External JWT signer bodies. All members optional here; the service fills
  * create/PUT from the defaults and PATCH from the stored signer, then checks the combined rules
  * (name and issuer present, exactly one of certPem and jwksEndpoint).
  */
-export const signerPatchSchema = z.object({
+const fields = {
   name: nonEmpty(255).optional(),
   enabled: booleanField.optional(),
   issuer: nonEmpty(1024).optional(),
@@ -23,12 +24,17 @@ export const signerPatchSchema = z.object({
   externalAuthUrl: optionalUrl,
   clientId: optionalText(255),
   scopes: stringList(50),
-});
+};
 
-export const signerCreateSchema = signerPatchSchema.extend({
-  name: nonEmpty(255),
-  issuer: nonEmpty(1024),
-});
+/** OpenZiti's `tags`, which this service does not keep for signers. */
+export const SIGNER_IGNORED_MEMBERS = ['tags'] as const;
+
+export const signerPatchSchema = strictBody(fields, SIGNER_IGNORED_MEMBERS);
+
+export const signerCreateSchema = strictBody(
+  { ...fields, name: nonEmpty(255), issuer: nonEmpty(1024) },
+  SIGNER_IGNORED_MEMBERS,
+);
 
 export type SignerPatch = z.output<typeof signerPatchSchema>;
 
