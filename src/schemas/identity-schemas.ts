@@ -35,8 +35,14 @@ const identityType = z.string().transform((value, ctx): IdentityTypeName => {
 });
 
 /** Checked against PRECIS FreeformClass by the service, which knows the stored name (name-rules.ts). */
+/**
+ * Spaces (category Zs) around a name are dropped. Not String.prototype.trim, which also drops
+ * U+FEFF: an invisible character must be refused, not quietly removed from one end only.
+ */
+export const trimSpaces = (s: string) => s.replace(/^\p{Zs}+|\p{Zs}+$/gu, '');
+
 const name = line(255)
-  .transform((s) => s.trim())
+  .transform(trimSpaces)
   .refine((s) => s.length > 0, 'must not be empty');
 
 /** Blank means none, as in OpenZiti, whose clients send blanks. */

@@ -18,9 +18,14 @@ function fieldOf(issue: z.core.$ZodIssue): { field: string; reason: string } {
   return { field: path.length > 0 ? path.join('.') : 'body', reason: issue.message };
 }
 
-/** Parses input with a zod schema; the first issue becomes COULD_NOT_VALIDATE naming its field. */
+/**
+ * Parses input with a zod schema; an issue becomes COULD_NOT_VALIDATE naming its field. An unknown
+ * member goes first: a misspelt `nmae` explains the missing `name` that follows from it.
+ */
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  throw new AppError('COULD_NOT_VALIDATE', { cause: fieldOf(result.error.issues[0]!) });
+  const { issues } = result.error;
+  const issue = issues.find((i) => i.code === 'unrecognized_keys') ?? issues[0]!;
+  throw new AppError('COULD_NOT_VALIDATE', { cause: fieldOf(issue) });
 }
