@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import fc from 'fast-check';
 import { generateRootCa } from '../../src/crypto/pki.js';
+import { precisProblem } from '../../src/schemas/precis.js';
+import { invisibleText } from '../hostile/hostile-values.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { createIdentity, identityDetail, managementApi, type ManagementApi } from './identity-fixtures.js';
 
@@ -97,6 +100,21 @@ describe('names and usernames refuse invisible characters (PRECIS, RFC 8264)', (
       });
       expect(res.status).toBe(201);
     }
+  });
+
+  test('generated names with invisible pieces: 201 exactly when FreeformClass allows them, else 400 on name', async () => {
+    const samples = fc.sample(invisibleText, { seed: 7, numRuns: 120 });
+    const outcomes = [];
+    for (const [i, text] of samples.entries()) {
+      const name = `${i}-${text}`;
+      const res = await api.post('/identities', { body: { name, isAdmin: false } });
+      const expected = precisProblem(name, 'freeform') ? 400 : 201;
+      outcomes.push({ name, status: res.status, field: res.body.error?.cause?.field ?? 'name' });
+      expect({ name, status: res.status }).toEqual({ name, status: expected });
+    }
+    expect(outcomes.every((o) => o.field === 'name')).toBe(true);
+    // Both outcomes occur: the generator reaches names that pass and names that do not.
+    expect(new Set(outcomes.map((o) => o.status))).toEqual(new Set([201, 400]));
   });
 
   test('a row stored under the older rule stays readable and a PUT or PATCH repeating its name is accepted', async () => {
