@@ -46,6 +46,11 @@ function strictDoc(schema: JsonSchema, ignored: readonly string[]): JsonSchema {
   };
 }
 
+const NAME =
+  'PRECIS FreeformClass (RFC 8264 §4.3) in NFC: no invisible characters. A PUT or PATCH that ' +
+  'repeats the stored name unchanged is not checked again.';
+const USERNAME = 'PRECIS IdentifierClass (RFC 8264 §4.2) in NFC; case-sensitive.';
+
 export const requestSchemas: Record<string, JsonSchema> = {
   // The route parses the credential (method=password only) and the extras separately.
   LoginBody: fromZod(passwordLoginSchema.partial().extend(loginExtrasSchema.shape), {
@@ -65,32 +70,40 @@ export const requestSchemas: Record<string, JsonSchema> = {
   }),
   IdentityCreate: strictDoc(
     fromZod(identityCreateSchema, {
+      name: NAME,
       type: identityType,
-      enrollment: 'At most one of `ott: true`, `ottca: "<ca id>"`, `updb: "<username>"`.',
+      enrollment:
+        'At most one of `ott: true`, `ottca: "<ca id>"`, `updb: "<username>"`; ' +
+        'the username is PRECIS IdentifierClass (RFC 8264 §4.2) in NFC.',
       authPolicyId: 'Default `default`.',
     }),
     IDENTITY_IGNORED_MEMBERS,
   ),
   IdentityReplace: strictDoc(
-    fromZod(identityReplaceSchema, { type: identityType }),
+    fromZod(identityReplaceSchema, { name: NAME, type: identityType }),
     IDENTITY_IGNORED_MEMBERS,
   ),
-  IdentityPatch: strictDoc(fromZod(identityPatchSchema, { type: identityType }), IDENTITY_IGNORED_MEMBERS),
+  IdentityPatch: strictDoc(
+    fromZod(identityPatchSchema, { name: NAME, type: identityType }),
+    IDENTITY_IGNORED_MEMBERS,
+  ),
   IdentityDisable: fromZod(identityDisableSchema, { durationMinutes: '0 (the default): until enabled.' }),
   EnrollmentCreate: fromZod(enrollmentCreateSchema, {
     caId: 'Required for method ottca, refused otherwise.',
-    username: 'Required for method updb, refused otherwise.',
+    username: `Required for method updb, refused otherwise. ${USERNAME}`,
   }),
   EnrollmentRefresh: fromZod(enrollmentRefreshSchema),
   AuthPolicyCreate: strictDoc(
     fromZod(policyCreateSchema, {
+      name: NAME,
       secondary: '`requireExtJwtSigner` is an accepted alias of `requireExtJwt`.',
     }),
     POLICY_IGNORED_MEMBERS,
   ),
-  AuthPolicyPatch: strictDoc(fromZod(policyPatchSchema), POLICY_IGNORED_MEMBERS),
+  AuthPolicyPatch: strictDoc(fromZod(policyPatchSchema, { name: NAME }), POLICY_IGNORED_MEMBERS),
   ExternalJwtSignerCreate: strictDoc(
     fromZod(signerCreateSchema, {
+      name: NAME,
       certPem: 'Exactly one of certPem and jwksEndpoint.',
       jwksEndpoint: 'Exactly one of certPem and jwksEndpoint; https (http only on loopback).',
       claimsProperty: 'A claim name or a JSON pointer; default `sub`.',
@@ -98,9 +111,10 @@ export const requestSchemas: Record<string, JsonSchema> = {
     }),
     SIGNER_IGNORED_MEMBERS,
   ),
-  ExternalJwtSignerPatch: strictDoc(fromZod(signerPatchSchema), SIGNER_IGNORED_MEMBERS),
+  ExternalJwtSignerPatch: strictDoc(fromZod(signerPatchSchema, { name: NAME }), SIGNER_IGNORED_MEMBERS),
   CaCreate: strictDoc(
     fromZod(caCreateSchema, {
+      name: NAME,
       certPem: 'One PEM CA certificate; fixed at creation.',
       identityNameFormat: NAME_FORMAT,
     }),
@@ -108,6 +122,7 @@ export const requestSchemas: Record<string, JsonSchema> = {
   ),
   CaReplace: strictDoc(
     fromZod(caReplaceSchema, {
+      name: NAME,
       certPem: 'May repeat the stored certificate, never change it.',
       identityNameFormat: NAME_FORMAT,
     }),
@@ -115,6 +130,7 @@ export const requestSchemas: Record<string, JsonSchema> = {
   ),
   CaPatch: strictDoc(
     fromZod(caUpdateSchema, {
+      name: NAME,
       certPem: 'May repeat the stored certificate, never change it.',
       identityNameFormat: NAME_FORMAT,
     }),
