@@ -34,13 +34,13 @@ const identityType = z.string().transform((value, ctx): IdentityTypeName => {
   return z.NEVER;
 });
 
-/** Checked against PRECIS FreeformClass by the service, which knows the stored name (name-rules.ts). */
 /**
  * Spaces (category Zs) around a name are dropped. Not String.prototype.trim, which also drops
  * U+FEFF: an invisible character must be refused, not quietly removed from one end only.
  */
 export const trimSpaces = (s: string) => s.replace(/^\p{Zs}+|\p{Zs}+$/gu, '');
 
+/** Checked against PRECIS FreeformClass by the service, which knows the stored name (name-rules.ts). */
 const name = line(255)
   .transform(trimSpaces)
   .refine((s) => s.length > 0, 'must not be empty');
