@@ -1,5 +1,10 @@
 import { loginExtrasSchema, passwordLoginSchema } from '../schemas/authenticate-schemas.js';
-import { caCreateSchema, caReplaceSchema, caUpdateSchema } from '../schemas/ca-schemas.js';
+import {
+  CA_IGNORED_MEMBERS,
+  caCreateSchema,
+  caReplaceSchema,
+  caUpdateSchema,
+} from '../schemas/ca-schemas.js';
 import {
   enrollCaSchema,
   enrollmentCreateSchema,
@@ -9,14 +14,15 @@ import {
   enrollUpdbSchema,
 } from '../schemas/enrollment-schemas.js';
 import {
+  IDENTITY_IGNORED_MEMBERS,
   identityCreateSchema,
   identityDisableSchema,
   identityPatchSchema,
   identityReplaceSchema,
 } from '../schemas/identity-schemas.js';
 import { mfaCodeSchema, optionalMfaCodeSchema } from '../schemas/mfa-schemas.js';
-import { policyCreateSchema, policyPatchSchema } from '../schemas/policy-schemas.js';
-import { signerCreateSchema, signerPatchSchema } from '../schemas/signer-schemas.js';
+import { POLICY_IGNORED_MEMBERS, policyCreateSchema, policyPatchSchema } from '../schemas/policy-schemas.js';
+import { SIGNER_IGNORED_MEMBERS, signerCreateSchema, signerPatchSchema } from '../schemas/signer-schemas.js';
 import { fromZod, type JsonSchema } from './json-schema.js';
 
 /**
@@ -28,6 +34,22 @@ const identityType = 'User, Device, Service or Default, case-insensitive; defaul
 const NAME_FORMAT =
   'Name of an identity made by auto CA enrollment; placeholders `[caName]`, `[caId]`, ' +
   '`[commonName]`, `[requestedName]`, `[identityId]`. Default `[caName]-[commonName]`.';
+
+/** A management body: strict, naming the OpenZiti members it accepts and ignores. */
+function strictDoc(schema: JsonSchema, ignored: readonly string[]): JsonSchema {
+  const list = ignored.map((m) => `\`${m}\``).join(', ');
+  return {
+    ...schema,
+    description:
+      'Any other member is refused: 400 COULD_NOT_VALIDATE naming it. ' +
+      `Accepted for OpenZiti clients and ignored: ${list}.`,
+  };
+}
+
+const NAME =
+  'PRECIS FreeformClass (RFC 8264 §4.3) in NFC: no invisible characters. A PUT or PATCH that ' +
+  'repeats the stored name unchanged is not checked again.';
+const USERNAME = 'PRECIS IdentifierClass (RFC 8264 §4.2) in NFC; case-sensitive.';
 
 export const requestSchemas: Record<string, JsonSchema> = {
   // The route parses the credential (method=password only) and the extras separately.
@@ -46,40 +68,72 @@ export const requestSchemas: Record<string, JsonSchema> = {
   EnrollCa: fromZod(enrollCaSchema, {
     name: "The value of `[requestedName]` in the CA's `identityNameFormat`; default the certificate CN.",
   }),
-  IdentityCreate: fromZod(identityCreateSchema, {
-    type: identityType,
-    enrollment: 'At most one of `ott: true`, `ottca: "<ca id>"`, `updb: "<username>"`.',
-    authPolicyId: 'Default `default`.',
-  }),
-  IdentityReplace: fromZod(identityReplaceSchema, { type: identityType }),
-  IdentityPatch: fromZod(identityPatchSchema, { type: identityType }),
+  IdentityCreate: strictDoc(
+    fromZod(identityCreateSchema, {
+      name: NAME,
+      type: identityType,
+      enrollment:
+        'At most one of `ott: true`, `ottca: "<ca id>"`, `updb: "<username>"`; ' +
+        'the username is PRECIS IdentifierClass (RFC 8264 §4.2) in NFC.',
+      authPolicyId: 'Default `default`.',
+    }),
+    IDENTITY_IGNORED_MEMBERS,
+  ),
+  IdentityReplace: strictDoc(
+    fromZod(identityReplaceSchema, { name: NAME, type: identityType }),
+    IDENTITY_IGNORED_MEMBERS,
+  ),
+  IdentityPatch: strictDoc(
+    fromZod(identityPatchSchema, { name: NAME, type: identityType }),
+    IDENTITY_IGNORED_MEMBERS,
+  ),
   IdentityDisable: fromZod(identityDisableSchema, { durationMinutes: '0 (the default): until enabled.' }),
   EnrollmentCreate: fromZod(enrollmentCreateSchema, {
     caId: 'Required for method ottca, refused otherwise.',
-    username: 'Required for method updb, refused otherwise.',
+    username: `Required for method updb, refused otherwise. ${USERNAME}`,
   }),
   EnrollmentRefresh: fromZod(enrollmentRefreshSchema),
-  AuthPolicyCreate: fromZod(policyCreateSchema, {
-    secondary: '`requireExtJwtSigner` is an accepted alias of `requireExtJwt`.',
-  }),
-  AuthPolicyPatch: fromZod(policyPatchSchema),
-  ExternalJwtSignerCreate: fromZod(signerCreateSchema, {
-    certPem: 'Exactly one of certPem and jwksEndpoint.',
-    jwksEndpoint: 'Exactly one of certPem and jwksEndpoint; https (http only on loopback).',
-    claimsProperty: 'A claim name or a JSON pointer; default `sub`.',
-    useExternalId: 'Default true: the claim is matched against the identity `externalId`.',
-  }),
-  ExternalJwtSignerPatch: fromZod(signerPatchSchema),
-  CaCreate: fromZod(caCreateSchema, {
-    certPem: 'One PEM CA certificate; fixed at creation.',
-    identityNameFormat: NAME_FORMAT,
-  }),
-  CaReplace: fromZod(caReplaceSchema, {
-    certPem: 'May repeat the stored certificate, never change it.',
-    identityNameFormat: NAME_FORMAT,
-  }),
-  CaPatch: fromZod(caUpdateSchema, {
-    certPem: 'May repeat the stored certificate, never change it.',
-    identityNameFormat: NAME_FORMAT,
-  }),
+  AuthPolicyCreate: strictDoc(
+    fromZod(policyCreateSchema, {
+      name: NAME,
+      secondary: '`requireExtJwtSigner` is an accepted alias of `requireExtJwt`.',
+    }),
+    POLICY_IGNORED_MEMBERS,
+  ),
+  AuthPolicyPatch: strictDoc(fromZod(policyPatchSchema, { name: NAME }), POLICY_IGNORED_MEMBERS),
+  ExternalJwtSignerCreate: strictDoc(
+    fromZod(signerCreateSchema, {
+      name: NAME,
+      certPem: 'Exactly one of certPem and jwksEndpoint.',
+      jwksEndpoint: 'Exactly one of certPem and jwksEndpoint; https (http only on loopback).',
+      claimsProperty: 'A claim name or a JSON pointer; default `sub`.',
+      useExternalId: 'Default true: the claim is matched against the identity `externalId`.',
+    }),
+    SIGNER_IGNORED_MEMBERS,
+  ),
+  ExternalJwtSignerPatch: strictDoc(fromZod(signerPatchSchema, { name: NAME }), SIGNER_IGNORED_MEMBERS),
+  CaCreate: strictDoc(
+    fromZod(caCreateSchema, {
+      name: NAME,
+      certPem: 'One PEM CA certificate; fixed at creation.',
+      identityNameFormat: NAME_FORMAT,
+    }),
+    CA_IGNORED_MEMBERS,
+  ),
+  CaReplace: strictDoc(
+    fromZod(caReplaceSchema, {
+      name: NAME,
+      certPem: 'May repeat the stored certificate, never change it.',
+      identityNameFormat: NAME_FORMAT,
+    }),
+    CA_IGNORED_MEMBERS,
+  ),
+  CaPatch: strictDoc(
+    fromZod(caUpdateSchema, {
+      name: NAME,
+      certPem: 'May repeat the stored certificate, never change it.',
+      identityNameFormat: NAME_FORMAT,
+    }),
+    CA_IGNORED_MEMBERS,
+  ),
 };

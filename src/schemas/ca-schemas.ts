@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { booleanField, nonEmpty, stringList, text } from './schema-fields.js';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
+import { strictBody } from './strict-body.js';
 
 /** 3rd-party CA bodies. The certificate is fixed at creation. */
 const flags = {
@@ -13,20 +14,20 @@ const flags = {
   identityNameFormat: nonEmpty(255).optional(),
 };
 
-export const caCreateSchema = z.object({
-  name: nonEmpty(255),
-  certPem: text(65_536).min(1, 'must not be empty'),
-  ...flags,
-});
+/** OpenZiti's `tags`, which this service does not keep for CAs. */
+export const CA_IGNORED_MEMBERS = ['tags'] as const;
+
+export const caCreateSchema = strictBody(
+  { name: nonEmpty(255), certPem: text(65_536).min(1, 'must not be empty'), ...flags },
+  CA_IGNORED_MEMBERS,
+);
 
 /** PUT and PATCH: certPem may be repeated unchanged (a PUT of the detail), never changed. */
-export const caUpdateSchema = z.object({
-  name: nonEmpty(255).optional(),
-  certPem: text(65_536).optional(),
-  ...flags,
-});
+const updateFields = { name: nonEmpty(255).optional(), certPem: text(65_536).optional(), ...flags };
 
-export const caReplaceSchema = caUpdateSchema.extend({ name: nonEmpty(255) });
+export const caUpdateSchema = strictBody(updateFields, CA_IGNORED_MEMBERS);
+
+export const caReplaceSchema = strictBody({ ...updateFields, name: nonEmpty(255) }, CA_IGNORED_MEMBERS);
 
 export type CaCreateInput = z.output<typeof caCreateSchema>;
 export type CaUpdateInput = z.output<typeof caUpdateSchema>;

@@ -12,7 +12,7 @@ const dateTime = z.iso
 const id = line(255).min(1, 'must not be empty');
 
 export const enrollmentCreateSchema = z
-  .object({
+  .strictObject({
     method: z.enum(['ott', 'ottca', 'updb'], { message: 'must be one of ott, ottca, updb' }),
     identityId: id,
     expiresAt: dateTime.optional(),
@@ -30,7 +30,7 @@ export const enrollmentCreateSchema = z
     need('username', e.method === 'updb');
   });
 
-export const enrollmentRefreshSchema = z.object({ expiresAt: dateTime });
+export const enrollmentRefreshSchema = z.strictObject({ expiresAt: dateTime });
 
 // Our tokens are 43 characters; the bound only keeps junk away from the database.
 const token = text(256).min(1, 'must not be empty');

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
+import { usernameProblem } from './name-rules.js';
 import { LINE_REASON, isForbiddenInLine } from './safe-text.js';
+import { strictBody } from './strict-body.js';
 
 /**
  * Request bodies of the identity endpoints. Bodies may be JSON or form-encoded,
@@ -32,8 +34,15 @@ const identityType = z.string().transform((value, ctx): IdentityTypeName => {
   return z.NEVER;
 });
 
+/**
+ * Spaces (category Zs) around a name are dropped. Not String.prototype.trim, which also drops
+ * U+FEFF: an invisible character must be refused, not quietly removed from one end only.
+ */
+export const trimSpaces = (s: string) => s.replace(/^\p{Zs}+|\p{Zs}+$/gu, '');
+
+/** Checked against PRECIS FreeformClass by the service, which knows the stored name (name-rules.ts). */
 const name = line(255)
-  .transform((s) => s.trim())
+  .transform(trimSpaces)
   .refine((s) => s.length > 0, 'must not be empty');
 
 /** Blank means none, as in OpenZiti, whose clients send blanks. */
@@ -55,7 +64,13 @@ const tags = z
   .refine((t) => !JSON.stringify(t).includes('\\u0000'), 'must not contain NUL characters')
   .refine((t) => Object.keys(t).every((key) => !isForbiddenInLine(key)), `keys ${LINE_REASON}`);
 
-export const username = line(255).min(1, 'must not be empty');
+/** New usernames only (a login takes any stored one): PRECIS IdentifierClass (name-rules.ts). */
+export const username = line(255)
+  .min(1, 'must not be empty')
+  .superRefine((s, ctx) => {
+    const problem = usernameProblem(s);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 const id = line(255).min(1, 'must not be empty');
 
 /** `enrollment`: at most one of ott / ottca / updb; two members or `ott: false` alone are refused. */
@@ -87,25 +102,37 @@ const mutableFields = {
   tags: tags.optional().transform((v) => v ?? {}),
 };
 
-export const identityCreateSchema = z.object({ ...mutableFields, enrollment });
+/** OpenZiti's hosting and app data members: this service has no routers or services to use them. */
+export const IDENTITY_IGNORED_MEMBERS = [
+  'defaultHostingPrecedence',
+  'defaultHostingCost',
+  'serviceHostingPrecedences',
+  'serviceHostingCosts',
+  'appData',
+] as const;
+
+export const identityCreateSchema = strictBody({ ...mutableFields, enrollment }, IDENTITY_IGNORED_MEMBERS);
 
 /** PUT replaces every mutable field; enrollment, authenticators and isDefaultAdmin are untouched. */
-export const identityReplaceSchema = z.object(mutableFields);
+export const identityReplaceSchema = strictBody(mutableFields, IDENTITY_IGNORED_MEMBERS);
 
-export const identityPatchSchema = z.object({
-  name: name.optional(),
-  type: identityType.optional(),
-  isAdmin: booleanField.optional(),
-  externalId: externalId.optional(),
-  authPolicyId: id.optional(),
-  roleAttributes: roleAttributes.optional(),
-  tags: tags.optional(),
-});
+export const identityPatchSchema = strictBody(
+  {
+    name: name.optional(),
+    type: identityType.optional(),
+    isAdmin: booleanField.optional(),
+    externalId: externalId.optional(),
+    authPolicyId: id.optional(),
+    roleAttributes: roleAttributes.optional(),
+    tags: tags.optional(),
+  },
+  IDENTITY_IGNORED_MEMBERS,
+);
 
 // Ten years: long enough for any real suspension, short enough to stay a valid timestamp.
 const MAX_DISABLE_MINUTES = 10 * 366 * 24 * 60;
 
-export const identityDisableSchema = z.object({
+export const identityDisableSchema = z.strictObject({
   durationMinutes: z
     .preprocess(
       (v) => (typeof v === 'string' && /^\d{1,9}$/.test(v) ? Number(v) : v),

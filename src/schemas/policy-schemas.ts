@@ -2,11 +2,13 @@ import { z } from 'zod';
 import { booleanField, boundedInt, idRef, nonEmpty, stringList } from './schema-fields.js';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
+import { strictBody } from './strict-body.js';
 
 /**
  * Auth policy bodies. Every member is optional here: create and PUT fill the
- * gaps from a fresh default policy, PATCH from the stored one (policy-service.ts). Nested blocks
- * are strict so that a misspelt member is an error rather than silently ignored.
+ * gaps from a fresh default policy, PATCH from the stored one (policy-service.ts). Every level is
+ * strict so that a misspelt member is an error rather than silently ignored; only OpenZiti's
+ * `tags`, which this service does not keep for policies, is accepted and dropped.
  */
 
 const bool = booleanField.optional();
@@ -65,8 +67,13 @@ const secondary = z
 
 const members = { primary, secondary };
 
-export const policyCreateSchema = z.object({ name: nonEmpty(255), ...members });
-export const policyPatchSchema = z.object({ name: nonEmpty(255).optional(), ...members });
+export const POLICY_IGNORED_MEMBERS = ['tags'] as const;
+
+export const policyCreateSchema = strictBody({ name: nonEmpty(255), ...members }, POLICY_IGNORED_MEMBERS);
+export const policyPatchSchema = strictBody(
+  { name: nonEmpty(255).optional(), ...members },
+  POLICY_IGNORED_MEMBERS,
+);
 
 /** What create, PUT and PATCH hand the service: a partial policy. */
 export type PolicyPatch = z.output<typeof policyPatchSchema>;

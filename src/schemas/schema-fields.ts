@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { booleanField, line, text } from './identity-schemas.js';
+import { booleanField, line, text, trimSpaces } from './identity-schemas.js';
 
 /**
  * Field shapes shared by the policy, signer and CA bodies. Bodies may be form-encoded,
@@ -10,7 +10,7 @@ export { booleanField, line, text };
 /** Single-line: names, issuers, claim names and list items are shown on one line. */
 export const nonEmpty = (max: number) =>
   line(max)
-    .transform((s) => s.trim())
+    .transform(trimSpaces)
     .refine((s) => s.length > 0, 'must not be empty');
 
 export const idRef = line(255).min(1, 'must not be empty');

@@ -9,6 +9,7 @@ import {
 } from './schema-fields.js';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
+import { strictBody } from './strict-body.js';
 
 /** A year: a JWT meant to live longer is a standing credential, not a login. */
 export const MAX_TOKEN_LIFETIME_MINUTES = 525_600;
@@ -18,7 +19,7 @@ export const MAX_TOKEN_LIFETIME_MINUTES = 525_600;
  * create/PUT from the defaults and PATCH from the stored signer, then checks the combined rules
  * (name and issuer present, exactly one of certPem and jwksEndpoint).
  */
-export const signerPatchSchema = z.object({
+const fields = {
   name: nonEmpty(255).optional(),
   enabled: booleanField.optional(),
   issuer: nonEmpty(1024).optional(),
@@ -39,12 +40,17 @@ export const signerPatchSchema = z.object({
       'The longest lifetime a JWT of this signer may claim, in minutes (`exp` − `iat`, or `exp` − now ' +
         'without `iat`); a longer-lived JWT is refused. Default 1440 (one day), at most 525600 (a year).',
     ),
-});
+};
 
-export const signerCreateSchema = signerPatchSchema.extend({
-  name: nonEmpty(255),
-  issuer: nonEmpty(1024),
-});
+/** OpenZiti's `tags`, which this service does not keep for signers. */
+export const SIGNER_IGNORED_MEMBERS = ['tags'] as const;
+
+export const signerPatchSchema = strictBody(fields, SIGNER_IGNORED_MEMBERS);
+
+export const signerCreateSchema = strictBody(
+  { ...fields, name: nonEmpty(255), issuer: nonEmpty(1024) },
+  SIGNER_IGNORED_MEMBERS,
+);
 
 export type SignerPatch = z.output<typeof signerPatchSchema>;
 

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from '../db/db-errors.js';
 import { withConstraintErrors } from '../db/constraint-errors.js';
 import { AppError, validationError } from '../errors/app-error.js';
-import { LINE_REASON, isForbiddenInLine } from '../schemas/safe-text.js';
+import { checkName } from '../schemas/name-rules.js';
 import {
   CertificateError,
   parseCertificate,
@@ -98,7 +98,7 @@ export function createCaAutoEnrollment({
       throw validationError('name', `the identity name must be 1 to ${MAX_NAME - suffixWidth} characters`);
     }
     // The common name comes from a certificate, not a request body: the edge check never saw it.
-    if (isForbiddenInLine(base)) throw validationError('name', LINE_REASON);
+    checkName('name', base);
 
     const create = () =>
       knex.transaction(async (trx) => {

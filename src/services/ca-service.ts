@@ -13,6 +13,7 @@ import {
 import { casRepository, type Ca, type CaChanges } from '../repositories/cas-repository.js';
 import type { CaCreateInput, CaUpdateInput } from '../schemas/ca-schemas.js';
 import type { CaView } from '../schemas/ca-views.js';
+import { checkName } from '../schemas/name-rules.js';
 import { enrollmentsRepository } from '../repositories/enrollments-repository.js';
 import { DEFAULT_IDENTITY_NAME_FORMAT } from './identity-name-format.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
@@ -74,6 +75,7 @@ export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => n
     },
 
     async create(input: CaCreateInput): Promise<string> {
+      checkName('name', input.name);
       const { pem, cert } = parseOne(input.certPem, 'certPem');
       if (!cert.isCa) throw validationError('certPem', 'must be a CA certificate (basicConstraints cA)');
       if (cert.notAfter < now()) throw validationError('certPem', 'the CA certificate has expired');
@@ -105,6 +107,7 @@ export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => n
     async update(id: string, input: CaUpdateInput, replace: boolean): Promise<void> {
       const current = await casRepository.findById(knex, id);
       if (!current) throw notFound();
+      checkName('name', input.name, current.name);
       if (
         input.certPem !== undefined &&
         parseOne(input.certPem, 'certPem').cert.fingerprint !== current.fingerprint

@@ -13,6 +13,7 @@ import {
   type Identity,
   type IdentityChanges,
 } from '../repositories/identities-repository.js';
+import { checkName } from '../schemas/name-rules.js';
 import type {
   IdentityCreateInput,
   IdentityPatchInput,
@@ -75,6 +76,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
   async function update(id: string, u: IdentityUpdate): Promise<void> {
     await inTransaction(knex, async (trx, afterCommit) => {
       const current = await lockIdentity(trx, id);
+      checkName('name', u.name, current.name);
       if (u.authPolicyId !== undefined && u.authPolicyId !== current.authPolicyId) {
         await assertPolicyExists(trx, u.authPolicyId);
       }
@@ -107,6 +109,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     /** Identity, role attributes and enrollment in one transaction; returns the new id. */
     async create(input: IdentityCreateInput): Promise<string> {
       const id = newId();
+      checkName('name', input.name);
       await inTransaction(knex, async (trx, afterCommit) => {
         await assertPolicyExists(trx, input.authPolicyId);
         await identitiesRepository.insert(trx, {

@@ -11,6 +11,7 @@ import {
   type AuthPolicyInput,
 } from '../repositories/auth-policies-repository.js';
 import { externalJwtSignersRepository } from '../repositories/external-jwt-signers-repository.js';
+import { checkName } from '../schemas/name-rules.js';
 import type { PolicyPatch } from '../schemas/policy-schemas.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { AuthPolicyView } from '../schemas/policy-views.js';
@@ -102,6 +103,7 @@ export function createPolicyService({ knex, revocations, audit = NO_AUDIT }: Pol
       const current = await authPoliciesRepository.findForUpdate(trx, id);
       if (!current) throw notFound();
       const next = build(current);
+      checkName('name', next.name, current.name);
       await assertSignersExist(trx, next);
       await authPoliciesRepository.update(trx, id, next);
       const factorsChanged = !sameSecondary(current.secondary, next.secondary);
@@ -129,6 +131,7 @@ export function createPolicyService({ knex, revocations, audit = NO_AUDIT }: Pol
     async create(patch: PolicyPatch): Promise<string> {
       const id = newId();
       const policy = merge(FRESH_DEFAULT_POLICY, patch);
+      checkName('name', policy.name);
       await inTransaction(knex, async (trx, afterCommit) => {
         await assertSignersExist(trx, policy);
         await authPoliciesRepository.insert(trx, id, policy);

@@ -10,6 +10,7 @@ import {
   type ExternalJwtSigner,
   type ExternalJwtSignerInput,
 } from '../repositories/external-jwt-signers-repository.js';
+import { checkName } from '../schemas/name-rules.js';
 import type { SignerPatch } from '../schemas/signer-schemas.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { PublicSignerView, SignerView } from '../schemas/signer-views.js';
@@ -104,6 +105,7 @@ export function createSignerService({ knex, audit = NO_AUDIT, now = () => new Da
       const current = await externalJwtSignersRepository.findForUpdate(trx, id);
       if (!current) throw notFound();
       const next = checkKeySource(build(current), now());
+      checkName('name', next.name, current.name);
       await externalJwtSignersRepository.update(trx, id, next);
       audit.recordAfterCommit(afterCommit, { event: 'signer.updated', signerId: id, enabled: next.enabled });
     });
@@ -123,6 +125,7 @@ export function createSignerService({ knex, audit = NO_AUDIT, now = () => new Da
     async create(patch: SignerPatch): Promise<string> {
       const id = newId();
       const signer = checkKeySource(merge(SIGNER_DEFAULTS, patch), now());
+      checkName('name', signer.name);
       await inTransaction(knex, async (trx, afterCommit) => {
         await externalJwtSignersRepository.insert(trx, id, signer);
         audit.recordAfterCommit(afterCommit, {

@@ -271,6 +271,30 @@ describe('auto CA enrollment (POST /enroll?method=ca)', () => {
     expect(await rowCounts()).toEqual(before);
   });
 
+  test('a common name or requested name with invisible characters is 400 on field name; a Persian ZWNJ enrolls', async () => {
+    const { ca } = await registeredCa('invisible-cn', { identityNameFormat: '[caName]-[requestedName]' });
+    const zeroWidth = await issueClientCert(ca, { commonName: '\u200balice' });
+    const tagged = await issueClientCert(ca, { commonName: 'alice\u{E0041}' });
+    const asked = await issueClientCert(ca, { commonName: 'asked' });
+    const before = await rowCounts();
+
+    for (const res of [
+      await enrollCa(zeroWidth),
+      await enrollCa(tagged),
+      await enrollCa(asked, { name: 'al\u00adice' }),
+      await enrollCa(asked, { name: 'ali\u200cce' }),
+    ]) {
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field: 'name' } });
+    }
+    expect(await rowCounts()).toEqual(before);
+
+    const persian = await issueClientCert(ca, {
+      commonName: '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645',
+    });
+    expect((await enrollCa(persian)).status).toBe(200);
+  });
+
   test('the generic form takes only method=ca', async () => {
     const { ca } = await registeredCa('generic');
     const device = await issueClientCert(ca, { commonName: 'g' });

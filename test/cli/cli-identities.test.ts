@@ -180,6 +180,40 @@ describe('svc edge and svc keys', () => {
       expect(items[0]).toMatchObject({ name: 'list-me-b', type: 'User', isAdmin: true });
     });
 
+    test('names with invisible characters from older rows are shown escaped, in tables and in --json', async () => {
+      // Rows written before names followed PRECIS: put there directly, as an upgrade finds them.
+      await svc(['edge', 'create', 'identity', 'device', 'zw-plain', '--no-enrollment']);
+      await svc(['edge', 'create', 'identity', 'device', 'zw-hidden', '--no-enrollment']);
+      const hidden = '\u200bzw-pla\u00adin\u{E0041}';
+      await fixture.server.app.knex('identities').where({ name: 'zw-hidden' }).update({ name: hidden });
+      await svc([
+        'edge',
+        'create',
+        'identity',
+        'device',
+        '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645',
+        '--no-enrollment',
+      ]);
+
+      const table = await svc(['edge', 'list', 'identities', 'name contains "zw-pla"']);
+      expect(table.code).toBe(0);
+      expect(table.stdout).toContain('\\u200bzw-pla\\u00adin\\udb40\\udc41');
+      expect(table.stdout).not.toMatch(/[\u200b\u00ad]|\u{E0041}/u);
+
+      const json = await svc(['edge', 'list', 'identities', 'name contains "zw-pla"', '--json']);
+      expect(json.stdout).toContain('"\\u200bzw-pla\\u00adin\\udb40\\udc41"');
+      expect(json.stdout).not.toMatch(/[\u200b\u00ad]|\u{E0041}/u);
+      expect(
+        JSON.parse(json.stdout)
+          .map((i: { name: string }) => i.name)
+          .sort(),
+      ).toEqual([hidden, 'zw-plain'].sort());
+
+      // A ZWNJ between Persian letters is part of the name, and shown as it is.
+      const persian = await svc(['edge', 'list', 'identities', 'name contains "\u062e\u0648"']);
+      expect(persian.stdout).toContain('\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645');
+    });
+
     test('a bad filter is reported with the field the API names', async () => {
       const res = await svc(['edge', 'list', 'identities', 'name ~ 3']);
 

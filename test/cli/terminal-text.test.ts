@@ -28,6 +28,30 @@ describe('terminalText: values written to a terminal show controls instead of ob
     expect(JSON.parse(shown)).toEqual(value);
   });
 
+  test('invisible characters are escaped: zero-width, soft hyphen, BOM, word joiner, tags, separators', () => {
+    expect(terminalText('\u200balice')).toBe('\\u200balice');
+    expect(terminalText('al\u00adi\u2060c\u2064e\ufeff')).toBe('al\\u00adi\\u2060c\\u2064e\\ufeff');
+    // A tag character lies beyond U+FFFF: its escape is the JSON surrogate pair.
+    expect(terminalText('alice\u{E0041}')).toBe('alice\\udb40\\udc41');
+    expect(terminalText('a\u2028b\u2029c\u3164d\ufe0f')).toBe('a\\u2028b\\u2029c\\u3164d\\ufe0f');
+  });
+
+  test('ZWNJ and ZWJ stay between Persian or Indic letters and are escaped anywhere else', () => {
+    const persian = '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645';
+    const devanagari = '\u0915\u094d\u200d\u0937';
+    expect(terminalText(persian)).toBe(persian);
+    expect(terminalText(devanagari)).toBe(devanagari);
+    expect(terminalText('ali\u200cce\u200d')).toBe('ali\\u200cce\\u200d');
+    expect(terminalText('\u200c\u0645')).toBe('\\u200c\u0645');
+  });
+
+  test('--json output escapes them with JSON escapes and parses back to the same values', () => {
+    const value = { name: '\u200balice\u{E0041}', other: ['al\u00adice', '\ufeffx'] };
+    const shown = terminalText(JSON.stringify(value, null, 2), { keepNewlines: true });
+    expect(shown).not.toMatch(/[\u200b\u00ad\ufeff]|\u{E0041}/u);
+    expect(JSON.parse(shown)).toEqual(value);
+  });
+
   test('formatTable holds no raw control and keeps one line per row', () => {
     const table = formatTable(
       ['ID', 'NAME'],

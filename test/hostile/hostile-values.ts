@@ -13,6 +13,9 @@ const NASTY = [
   'e\u0301\u0301\u0301\u0301', // combining marks
   '\u{1F600}\u{10FFFF}', // astral
   '\ufeff', // BOM
+  '\u200balice', // zero width space: reads as alice
+  'al\u00adice', // soft hyphen
+  'alice\u{E0041}', // tag character
   '\u2028\u2029',
   '../../etc/passwd',
   "' OR '1'='1",
@@ -67,6 +70,47 @@ const controls = fc
   .array(fc.integer({ min: 0, max: 0x1f }), { minLength: 1, maxLength: 6 })
   .map((codes) => String.fromCharCode(...codes));
 
+/**
+ * What makes one name read as another (PRECIS, RFC 8264): default-ignorable code points (zero
+ * width space, soft hyphen, BOM, word joiner, invisible operators, Hangul filler, variation
+ * selector), tag characters, ZWNJ/ZWJ where RFC 5892 A.1/A.2 allow them (after a virama, between
+ * joining Arabic letters) and where they do not, and text that is not NFC.
+ */
+export const INVISIBLE_PIECES = [
+  '\u200b',
+  '\u00ad',
+  '\ufeff',
+  '\u2060',
+  '\u2061',
+  '\u2062',
+  '\u2063',
+  '\u2064',
+  '\u3164',
+  '\ufe0f',
+  '\u034f',
+  '\u{E0001}',
+  '\u{E0041}\u{E0042}',
+  '\u{E007F}',
+  '\u200c',
+  '\u200d',
+  '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645', // ZWNJ in context (Persian)
+  '\u0915\u094d\u200d\u0937', // ZWJ in context (after a Devanagari virama)
+  'a\u200cb',
+  '\u0627\u200c\u0628', // ZWNJ after a right-joining letter: out of context
+  'e\u0301', // NFD of é
+  '\u212b', // ANGSTROM SIGN: NFC is U+00C5
+  'A\u030a', // NFD of Å
+  '\uff41\uff4c\uff49\uff43\uff45', // fullwidth "alice": FreeformClass only
+];
+
+export const invisibleText = fc
+  .tuple(
+    fc.constantFrom('', 'alice', 'zz-', '\u0645'),
+    fc.array(fc.constantFrom(...INVISIBLE_PIECES), { minLength: 1, maxLength: 3 }),
+    fc.constantFrom('', 'lice', '-x', '\u0645'),
+  )
+  .map(([head, pieces, tail]) => head + pieces.join('') + tail);
+
 /** A few long values, kept well under the body limit so that many fit in a run. */
 const long = fc
   .tuple(fc.constantFrom('a', '\u{1F600}', '%', '\u0301', '"', '\\'), fc.integer({ min: 256, max: 20_000 }))
@@ -77,6 +121,7 @@ export const hostileString: fc.Arbitrary<string> = fc.oneof(
   { arbitrary: unicodeText, weight: 3 },
   { arbitrary: fc.string({ maxLength: 30 }), weight: 2 },
   { arbitrary: surrogates, weight: 1 },
+  { arbitrary: invisibleText, weight: 2 },
   { arbitrary: controls, weight: 1 },
   { arbitrary: badCredentialString, weight: 2 },
   { arbitrary: long, weight: 1 },

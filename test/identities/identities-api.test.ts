@@ -99,7 +99,7 @@ describe('identities of the management API', () => {
     [
       'enrollment has an unknown member',
       { name: 'v-6', isAdmin: false, enrollment: { otp: true } },
-      'enrollment',
+      'enrollment.otp',
     ],
     [
       'enrollment.updb is empty',

@@ -224,7 +224,7 @@ describe('auth policies', () => {
     });
 
     expect(res.status).toBe(400);
-    expect(res.body.error.cause.field).toBe('primary.updb');
+    expect(res.body.error.cause.field).toBe('primary.updb.maxAttempt');
   });
 
   test('a second policy with the same name is 409 naming the field', async () => {
