@@ -136,13 +136,13 @@ function ratioRows(add: AddRow, what: string, r: ScenarioReport | undefined, vs:
     `${what}: throughput vs ${vs}`,
     throughput,
     `${num(throughput, 2)}x`,
-    `≥ ${THROUGHPUT_FLOOR}x`,
+    `≥ ${THROUGHPUT_FLOOR.toFixed(2)}x`,
     (v) => v >= THROUGHPUT_FLOOR,
   );
   const cpuShown = usable
     ? `${num(cpuRatio, 2)}x (${ms(r.result.service.cpuMsPerOp)} / ${ms(r.result.baseline.cpuMsPerOp)} ms)`
     : '';
-  add(`${what}: CPU/op vs ${vs}`, cpuRatio, cpuShown, `≤ ${cpuCeiling}x`, (v) => v <= cpuCeiling);
+  add(`${what}: CPU/op vs ${vs}`, cpuRatio, cpuShown, `≤ ${cpuCeiling.toFixed(2)}x`, (v) => v <= cpuCeiling);
 }
 
 /** Statements per operation at the wire, BEGIN/COMMIT included (NaN if not counted). */
