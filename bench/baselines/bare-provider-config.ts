@@ -115,6 +115,9 @@ export function bareProviderConfiguration(o: {
       url: (_ctx, interaction) => `/oidc/login/username?authRequestID=${encodeURIComponent(interaction.uid)}`,
     },
     rotateRefreshToken: true,
+    // As the service: no code or token is bound to the provider's Session, which (c) does not
+    // store. (The bench's logins ask for offline_access, so the library's default says the same.)
+    expiresWithSession: () => false,
     ttl: {
       AccessToken: DURATIONS.access,
       IdToken: DURATIONS.id,

@@ -86,9 +86,9 @@ export async function recordLogin(pool: pg.Pool, accountId: string, ttlSeconds: 
 
 /**
  * The provider's `Session` is not stored: the service keeps none, so neither does (c). The provider
- * needs it only in memory within the request: the login flow carries no session cookie, and codes
- * and refresh tokens issued with `offline_access` do not expire with the session (the library's
- * default `expiresWithSession`), so nothing reads it back.
+ * needs it only in memory within the request: the login flow carries no session cookie, and no
+ * code or token expires with the session (`expiresWithSession`, bare-provider-config.ts), so
+ * nothing reads it back.
  */
 export function createPostgresAdapterClass(pool: pg.Pool) {
   const run = async (name: keyof typeof SQL, values: unknown[]) =>
