@@ -21,7 +21,9 @@ export const USAGE = `npm run bench -- [options]
   --smoke            one pair of 0.3 s runs, the service from source: checks that the bench runs
                      (npm test does); its figures mean nothing
   --pg               the service on a fresh PostgreSQL database (postgres://postgres@127.0.0.1:5432),
-                     created and dropped; default: the embedded database
+                     created and dropped; login and refresh against baseline (c), the bare provider
+                     on a database of its own there, with (b) as reference; the targets judged;
+                     default: the embedded database, no (c)
   --scale            seeds 1,000,000 identities (SVC_BENCH_SCALE_ROWS overrides) on PostgreSQL and
                      prints p50 of login, current-identity and the identity list at 1,000 and at
                      that size, side by side (implies --pg)
@@ -29,7 +31,7 @@ export const USAGE = `npm run bench -- [options]
   --only LIST        comma-separated subset of bearer,current-identity,legacy,login,refresh
   --log-level LEVEL  the service's LOG_LEVEL (default warn: no per-request log line)
   --cpu-prof DIR     V8 CPU profiles of the service and the baselines into DIR/service,
-                     DIR/baseline-a, DIR/baseline-b (summarise: npx tsx bench/profile-summary.ts
+                     DIR/baseline-a, DIR/baseline-b, DIR/baseline-c (summarise: npx tsx bench/profile-summary.ts
                      DIR/service); profiling slows the targets: its figures compare with no other run
   --help`;
 

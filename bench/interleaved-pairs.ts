@@ -25,12 +25,17 @@ export interface SideSummary {
   ops: number;
 }
 
-export interface PairsResult {
-  service: SideSummary;
-  baseline: SideSummary;
-  /** service / baseline throughput, one per pair, in pair order. */
+export interface Ratios {
+  /** service / other throughput, one per pair, in pair order. */
   throughputRatios: number[];
   cpuRatios: number[];
+}
+
+export interface PairsResult extends Ratios {
+  service: SideSummary;
+  baseline: SideSummary;
+  /** A side run once after each pair for reference, with the service's ratios to it. */
+  reference?: Ratios & { summary: SideSummary };
   errors: string[];
 }
 
@@ -78,21 +83,24 @@ function summarise(runs: RunResult[]): SideSummary {
 /**
  * Warm-up of both sides, then `pairs` pairs with the order swapped every other pair
  * (S B, B S, S B …), so drift in the machine's background load hits both sides alike
- * (on a shared VM the host steals up to 40 % of the CPU at times).
+ * (on a shared VM the host steals up to 40 % of the CPU at times). A reference side, if any,
+ * runs after each pair (S B R, B S R …): it never splits a pair.
  */
 export async function runInterleavedPairs(
   service: PreparedSide,
   baseline: PreparedSide,
   o: { pairs: number; runMs: number; warmupMs: number; maxOps: number; onRun?: (line: string) => void },
+  reference?: PreparedSide,
 ): Promise<PairsResult> {
   const errors: string[] = [];
-  for (const side of [service, baseline]) {
+  for (const side of reference ? [service, baseline, reference] : [service, baseline]) {
     const warmup = await measure(side, { durationMs: o.warmupMs, maxOps: o.maxOps });
     if (warmup.errors > 0) errors.push(`${side.target.label} (warm-up): ${warmup.firstError}`);
   }
-  const runs = { service: [] as RunResult[], baseline: [] as RunResult[] };
+  const runs = { service: [] as RunResult[], baseline: [] as RunResult[], reference: [] as RunResult[] };
   const throughputRatios: number[] = [];
   const cpuRatios: number[] = [];
+  const referenceRatios: Ratios = { throughputRatios: [], cpuRatios: [] };
   for (let pair = 0; pair < o.pairs && errors.length === 0; pair++) {
     const order = pair % 2 === 0 ? (['service', 'baseline'] as const) : (['baseline', 'service'] as const);
     const result: Partial<Record<'service' | 'baseline', RunResult>> = {};
@@ -105,14 +113,26 @@ export async function runInterleavedPairs(
     }
     throughputRatios.push(result.service!.perSecond / result.baseline!.perSecond);
     cpuRatios.push(result.service!.cpuMsPerOp / result.baseline!.cpuMsPerOp);
+    let referenceLine = '';
+    if (reference) {
+      const run = await measure(reference, { durationMs: o.runMs, maxOps: o.maxOps });
+      if (run.errors > 0)
+        errors.push(`${reference.target.label}: ${run.errors} failed, first: ${run.firstError}`);
+      runs.reference.push(run);
+      referenceRatios.throughputRatios.push(result.service!.perSecond / run.perSecond);
+      referenceRatios.cpuRatios.push(result.service!.cpuMsPerOp / run.cpuMsPerOp);
+      referenceLine = `, then reference ${run.perSecond.toFixed(0)}/s`;
+    }
     o.onRun?.(
       `  pair ${pair + 1}/${o.pairs} (${order.join(' → ')}): ` +
-        `service ${result.service!.perSecond.toFixed(0)}/s, baseline ${result.baseline!.perSecond.toFixed(0)}/s`,
+        `service ${result.service!.perSecond.toFixed(0)}/s, baseline ${result.baseline!.perSecond.toFixed(0)}/s` +
+        referenceLine,
     );
   }
   return {
     service: summarise(runs.service),
     baseline: summarise(runs.baseline),
+    ...(reference ? { reference: { ...referenceRatios, summary: summarise(runs.reference) } } : {}),
     throughputRatios,
     cpuRatios,
     errors,

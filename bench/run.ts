@@ -17,10 +17,16 @@ import {
   type PreparedSide,
   type Scenario,
 } from './scenarios.js';
-import { startBearerBaseline, startOidcBaseline } from './targets/baseline-targets.js';
+import {
+  startBearerBaseline,
+  startOidcBaseline,
+  startPostgresOidcBaseline,
+  type PostgresOidcBaseline,
+} from './targets/baseline-targets.js';
 import { startController, type ControllerTarget } from './targets/controller-target.js';
 import { argon2CpuMs } from './argon2-cpu.js';
 import { benchUsers, type Target } from './targets/target.js';
+import { median } from './stats.js';
 
 /**
  * `npm run bench`: the service against its baselines, each target in its own process, the load
@@ -31,6 +37,8 @@ import { benchUsers, type Target } from './targets/target.js';
 const USERS = benchUsers(8);
 const WARMUP_MS = { full: 3000, quick: 1000, smoke: 100 };
 const SMOKE_RUN_MS = 300;
+/** Second starts timed on PostgreSQL (one with --quick and --smoke); the median is reported. */
+const START_SAMPLES = 3;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 /** Every target started so far, stopped in reverse order at the end, on errors and on Ctrl-C. */
@@ -56,20 +64,26 @@ async function compare(
   scenario: Scenario,
   baselineName: string,
   sides: [PreparedSide, PreparedSide],
+  reference?: { name: string; side: PreparedSide },
 ): Promise<ScenarioReport> {
   const runMs = o.smoke ? SMOKE_RUN_MS : o.quick ? scenario.runMs.quick : scenario.runMs.full;
   progress(`${scenario.title}: ${o.pairs} pairs of ${runMs / 1000} s runs`);
   try {
-    const result = await runInterleavedPairs(sides[0], sides[1], {
-      pairs: o.pairs,
-      runMs,
-      warmupMs: o.smoke ? WARMUP_MS.smoke : o.quick ? WARMUP_MS.quick : WARMUP_MS.full,
-      maxOps: Math.ceil((runMs / 1000) * scenario.ceilingPerSecond),
-      onRun: progress,
-    });
-    return { scenario, baselineName, result };
+    const result = await runInterleavedPairs(
+      sides[0],
+      sides[1],
+      {
+        pairs: o.pairs,
+        runMs,
+        warmupMs: o.smoke ? WARMUP_MS.smoke : o.quick ? WARMUP_MS.quick : WARMUP_MS.full,
+        maxOps: Math.ceil((runMs / 1000) * scenario.ceilingPerSecond),
+        onRun: progress,
+      },
+      reference?.side,
+    );
+    return { scenario, baselineName, ...(reference ? { referenceName: reference.name } : {}), result };
   } finally {
-    await Promise.all(sides.map((s) => s.close()));
+    await Promise.all([...sides, ...(reference ? [reference.side] : [])].map((s) => s.close()));
   }
 }
 
@@ -119,32 +133,70 @@ async function bearerReports(o: BenchOptions, service: Target, tls: TlsMaterial)
   return reports;
 }
 
+/**
+ * Login and refresh. On PostgreSQL the pairs are service and baseline (c) (the bare provider on
+ * PostgreSQL), with (b) (in memory) run after each pair for reference; on the embedded database
+ * (c) does not run and the pairs are service and (b).
+ */
 async function flowReports(
   o: BenchOptions,
   service: ControllerTarget,
   tls: TlsMaterial,
   extras: BenchExtras,
 ): Promise<ScenarioReport[]> {
-  progress('starting baseline (b): bare oidc-provider');
-  const baseline = started(await startOidcBaseline(tls, USERS, profileArgs(o, 'baseline-b')));
+  progress('starting baseline (b): bare oidc-provider, in memory');
+  const inMemory = started(await startOidcBaseline(tls, USERS, profileArgs(o, 'baseline-b')));
+  let onPostgres: PostgresOidcBaseline | undefined;
+  if (o.postgres) {
+    progress('starting baseline (c): bare oidc-provider on PostgreSQL');
+    onPostgres = await startPostgresOidcBaseline(tls, USERS, profileArgs(o, 'baseline-c'), (stop) =>
+      running.push({ stop }),
+    );
+  }
+  const baseline = onPostgres ?? inMemory;
+  const baselineName = onPostgres ? '(c)' : '(b)';
+  const reference = (side: PreparedSide) => (onPostgres ? { name: '(b)', side } : undefined);
   const reports: ScenarioReport[] = [];
   if (o.only.has('login')) {
     extras.argon2CpuMs = await argon2CpuMs();
     reports.push(
-      await compare(o, scenario('login'), '(b)', [loginSide(service, USERS), loginSide(baseline, USERS)]),
+      await compare(
+        o,
+        scenario('login'),
+        baselineName,
+        [loginSide(service, USERS), loginSide(baseline, USERS)],
+        reference(loginSide(inMemory, USERS)),
+      ),
     );
     extras.loginPeakRssMb = (await service.memory()).peakMb;
   }
   if (o.only.has('refresh')) {
     await service.settle();
+    await onPostgres?.settle();
     const sides: [PreparedSide, PreparedSide] = [
       await refreshSide(service, USERS),
       await refreshSide(baseline, USERS),
     ];
-    reports.push(await compare(o, scenario('refresh'), '(b)', sides));
+    const extra = onPostgres ? reference(await refreshSide(inMemory, USERS)) : undefined;
+    reports.push(await compare(o, scenario('refresh'), baselineName, sides, extra));
   }
-  await stopped(baseline);
+  if (onPostgres) {
+    const index = running.findIndex((r) => r.stop === onPostgres.stop);
+    if (index >= 0) running.splice(index, 1);
+    await onPostgres.stop();
+  }
+  await stopped(inMemory);
   return reports;
+}
+
+/** The service stopped and started again on its initialised database, after the scenarios. */
+async function timedStarts(service: ControllerTarget, samples: number): Promise<number> {
+  const ms: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    ms.push(await service.restartTimed());
+    progress(`  start to ready: ${ms[i]!.toFixed(0)} ms`);
+  }
+  return median(ms);
 }
 
 function methodLines(o: BenchOptions, startLoad: number[]): string {
@@ -158,8 +210,11 @@ function methodLines(o: BenchOptions, startLoad: number[]): string {
     `Method: per scenario a ${warmup} s warm-up of each side, then ${o.pairs} interleaved pairs (S B, B S, …; ${runs} per run), closed loop, keep-alive HTTPS.`,
     `Throughput: median of runs. p50/p99: all runs' latencies pooled. CPU/op: utime+stime of the target process from /proc per successful operation, median of runs` +
       (o.postgres
-        ? '; the service adds the CPU of its PostgreSQL backends (shared background processes excluded).'
+        ? "; the service and baseline (c) add the CPU of their own database's PostgreSQL backends (shared background processes excluded)."
         : '; the service on the embedded database (in its own process).'),
+    o.postgres
+      ? 'Login and refresh: pairs of the service and (c), the bare provider on PostgreSQL; (b), in memory, runs after each pair for reference (S C B, C S B, …).'
+      : 'Login and refresh: pairs of the service and (b); baseline (c), the bare provider on PostgreSQL, not run (needs --pg).',
     `Ratios: median over pairs of service/baseline. Service LOG_LEVEL=${o.logLevel}, rate limits off, ${USERS.length} users. ` +
       `Load generator in this process on the same ${availableParallelism()}-CPU machine; Node ${process.version}; load average ${load(startLoad)} at start, ${load(loadavg())} at end.`,
   ].join('\n');
@@ -216,10 +271,11 @@ async function main(): Promise<number> {
   if (o.only.has('login') || o.only.has('refresh')) {
     reports.push(...(await flowReports(o, service, tls, extras)));
   }
+  if (o.postgres) extras.startMs = await timedStarts(service, o.quick ? 1 : START_SAMPLES);
   await stopAll();
 
   process.stdout.write(
-    `\n${formatReport(reports)}\n\nTargets:\n${formatTargets(reports, extras)}\n\n${methodLines(o, startLoad)}\n`,
+    `\n${formatReport(reports, o.postgres)}\n\nTargets:\n${formatTargets(reports, extras)}\n\n${methodLines(o, startLoad)}\n`,
   );
   const errors = reports.flatMap((r) => r.result.errors.map((e) => `${r.scenario.key}: ${e}`));
   if (errors.length === 0) return 0;

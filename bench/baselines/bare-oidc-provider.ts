@@ -5,14 +5,19 @@ import { koaBody } from 'koa-body';
 import Provider from 'oidc-provider';
 import { exportJWK, generateKeyPair } from 'jose';
 import { hash, verify } from '@node-rs/argon2';
+import pg from 'pg';
 import { requiredEnv, serveBaseline, serviceLikeHeaders } from './baseline-server.js';
-import { bareProviderConfiguration } from './bare-provider-config.js';
+import { bareProviderConfiguration, DURATIONS } from './bare-provider-config.js';
+import { createMemoryAdapterClass } from './memory-adapter.js';
+import { createBaselineSchema, createPostgresAdapterClass, recordLogin } from './postgres-adapter.js';
 
 /**
- * Baseline (b): a bare oidc-provider 9 under /oidc in Koa 3 with the cookie-less login of
+ * Baselines (b) and (c): a bare oidc-provider 9 under /oidc in Koa 3 with the cookie-less login of
  * docs/adr/0005-in-process-cookie-less-resume.md (the login POST finishes the interaction and is handed to
  * the provider's resume route in-process), one Argon2id verify per login at the service's
- * parameters. Started by bench/run.ts with the users to accept.
+ * parameters. Started by bench/run.ts with the users to accept. (b) keeps everything in memory;
+ * with BENCH_DATABASE_URL it is (c): the same provider on PostgreSQL through a minimal adapter,
+ * writing per login the rows the service keeps (login facts and an API session included).
  */
 
 const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 }; // src/crypto/passwords.ts
@@ -29,6 +34,12 @@ const dummyHash = await hash(randomBytes(16).toString('hex'), ARGON2);
 const { privateKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
 const privateJwk = { ...(await exportJWK(privateKey)), alg: 'RS256', use: 'sig' };
 const cookieKeys = [randomBytes(32).toString('base64url')];
+
+const databaseUrl = process.env.BENCH_DATABASE_URL;
+// node-pg's default pool size, as the service's default `database.poolMax`.
+const pool = databaseUrl ? new pg.Pool({ connectionString: databaseUrl, max: 10 }) : undefined;
+if (pool) await createBaselineSchema(pool);
+const adapter = pool ? createPostgresAdapterClass(pool) : createMemoryAdapterClass();
 
 /** offline_access is dropped without prompt=consent: added before the provider sees it. */
 function withConsentPrompt(req: Req, query: URLSearchParams): void {
@@ -64,6 +75,7 @@ function createLogin(provider: Provider, resume: ReturnType<Provider['callback']
       ctx.body = { error: { code: 'INVALID_AUTH' } };
       return;
     }
+    if (pool) await recordLogin(pool, String(body.username), DURATIONS.session);
     interaction.result = { login: { accountId: String(body.username), amr: ['pwd'] }, consent: {} };
     await interaction.persist();
     // Option D: the same request becomes GET /oidc/authorization/<uid> with a signed resume cookie.
@@ -86,7 +98,7 @@ function createLogin(provider: Provider, resume: ReturnType<Provider['callback']
 await serveBaseline((origin) => {
   const provider = new Provider(
     `${origin}${MOUNT}`,
-    bareProviderConfiguration({ privateJwk, cookieKeys, accounts: new Set(hashes.keys()) }),
+    bareProviderConfiguration({ privateJwk, cookieKeys, accounts: new Set(hashes.keys()), adapter }),
   );
   const dispatch = provider.callback();
   const login = createLogin(provider, dispatch);

@@ -6,10 +6,9 @@ import {
   type KoaContextWithOIDC,
 } from 'oidc-provider';
 import type { JWK } from 'jose';
-import { createMemoryAdapterClass } from './memory-adapter.js';
 
 /**
- * oidc-provider's configuration for baseline (b), the service's choices (src/oidc/create-provider.ts)
+ * oidc-provider's configuration for baselines (b) and (c) (they differ only in the adapter), the service's choices (src/oidc/create-provider.ts)
  * minus everything that is the service's own: public PKCE client `svc`, JWT access tokens for one
  * resource server through resourceIndicators, rotating refresh tokens, no consent step for the
  * first-party client, the same lifetimes and claims, JSON errors.
@@ -17,7 +16,7 @@ import { createMemoryAdapterClass } from './memory-adapter.js';
 
 const API_RESOURCE = 'urn:svc:edge';
 const MINUTE = 60;
-const DURATIONS = {
+export const DURATIONS = {
   access: 30 * MINUTE,
   id: 30 * MINUTE,
   refresh: 24 * 60 * MINUTE,
@@ -64,11 +63,12 @@ export function bareProviderConfiguration(o: {
   privateJwk: JWK;
   cookieKeys: string[];
   accounts: Set<string>;
+  adapter: NonNullable<Configuration['adapter']>;
 }): Configuration {
   const findAccount: FindAccount = async (_ctx, sub) =>
     o.accounts.has(sub) ? { accountId: sub, claims: () => ({ sub, name: sub }) } : undefined;
   return {
-    adapter: createMemoryAdapterClass(),
+    adapter: o.adapter,
     jwks: { keys: [o.privateJwk] },
     cookies: { keys: o.cookieKeys },
     clients: [
@@ -115,6 +115,9 @@ export function bareProviderConfiguration(o: {
       url: (_ctx, interaction) => `/oidc/login/username?authRequestID=${encodeURIComponent(interaction.uid)}`,
     },
     rotateRefreshToken: true,
+    // As the service: no code or token is bound to the provider's Session, which (c) does not
+    // store. (The bench's logins ask for offline_access, so the library's default says the same.)
+    expiresWithSession: () => false,
     ttl: {
       AccessToken: DURATIONS.access,
       IdToken: DURATIONS.id,

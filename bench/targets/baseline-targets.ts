@@ -5,6 +5,7 @@ import { READY_LINE } from '../baselines/baseline-server.js';
 import type { TlsMaterial } from '../baselines/baseline-tls.js';
 import { processCpuMs } from '../proc-cpu.js';
 import { spawnTsChild } from './child-process.js';
+import { createBenchDatabase, type BenchDatabase } from './postgres-database.js';
 import type { BenchUser, Target } from './target.js';
 
 const START_TIMEOUT_MS = 120_000;
@@ -16,10 +17,17 @@ async function startBaseline(
   tls: TlsMaterial,
   env: Record<string, string>,
   nodeArgs: string[],
+  /** Baseline (c)'s database: its backends' CPU and statements count for it, and it is dropped on stop. */
+  db?: BenchDatabase,
 ): Promise<Target> {
   const child = spawnTsChild(
     join(process.cwd(), 'bench', 'baselines', file),
-    { BENCH_TLS_CERT: tls.certPem, BENCH_TLS_KEY: tls.keyPem, ...env },
+    {
+      BENCH_TLS_CERT: tls.certPem,
+      BENCH_TLS_KEY: tls.keyPem,
+      ...env,
+      ...(db ? { BENCH_DATABASE_URL: db.url } : {}),
+    },
     process.cwd(),
     nodeArgs,
   );
@@ -32,7 +40,9 @@ async function startBaseline(
       async cpu() {
         const ms = await processCpuMs(child.pid);
         if (ms === undefined) throw new Error(`${label} is gone: ${child.output()}`);
-        return { totalMs: ms, databaseMs: 0 };
+        if (!db) return { totalMs: ms, databaseMs: 0 };
+        const databaseMs = await db.backendsCpuMs();
+        return { totalMs: ms + databaseMs, databaseMs, statements: db.statements() };
       },
       stop: () => child.stop(),
     };
@@ -102,7 +112,7 @@ function mint(key: CryptoKey, kid: string, user: BenchUser): Promise<string> {
     .sign(key);
 }
 
-/** Baseline (b): the bare provider, told the same users as the service. */
+/** Baseline (b): the bare provider in memory, told the same users as the service. */
 export function startOidcBaseline(
   tls: TlsMaterial,
   users: BenchUser[],
@@ -115,4 +125,47 @@ export function startOidcBaseline(
     { BENCH_USERS: JSON.stringify(users) },
     nodeArgs,
   );
+}
+
+export interface PostgresOidcBaseline extends Target {
+  /** Vacuums (c)'s database, between scenarios, as the service's is. */
+  settle(): Promise<void>;
+}
+
+/**
+ * Baseline (c): the same bare provider on its own fresh PostgreSQL database
+ * (`svc_bench_c_<random>`), reached through a statement-counting relay as the service's is.
+ */
+export async function startPostgresOidcBaseline(
+  tls: TlsMaterial,
+  users: BenchUser[],
+  nodeArgs: string[],
+  /** Receives the cleanup before anything is created, so an interrupted start leaves nothing behind. */
+  onCleanup: (cleanup: () => Promise<void>) => void,
+): Promise<PostgresOidcBaseline> {
+  let db: BenchDatabase | undefined;
+  let target: Target | undefined;
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await target?.stop();
+      await db?.drop().catch(() => undefined);
+    })());
+  onCleanup(cleanup);
+  try {
+    db = await createBenchDatabase('svc_bench_c');
+    target = await startBaseline(
+      'baseline (c)',
+      'bare-oidc-provider.ts',
+      tls,
+      { BENCH_USERS: JSON.stringify(users) },
+      nodeArgs,
+      db,
+    );
+    const database = db;
+    return { ...target, settle: () => database.vacuum(), stop: cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
 }

@@ -23,7 +23,15 @@ export interface ControllerOptions {
   fromSource?: boolean;
 }
 
-async function waitReady(origin: string, dataDir: string, c: { output(): string; exited(): boolean }) {
+/** How often a timed start asks /health/ready: the figure is exact to about this much. */
+const TIMED_START_POLL_MS = 10;
+
+async function waitReady(
+  origin: string,
+  dataDir: string,
+  c: { output(): string; exited(): boolean },
+  pollMs = 250,
+) {
   const caPath = join(dataDir, 'pki', 'ca.pem');
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
@@ -35,7 +43,7 @@ async function waitReady(origin: string, dataDir: string, c: { output(): string;
       await probe.close();
       if (status === 200) return readFileSync(caPath, 'utf8');
     }
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
   throw new Error(`the controller was not ready in ${START_TIMEOUT_MS} ms: ${c.output()}`);
 }
@@ -74,6 +82,11 @@ export interface ControllerTarget extends Target {
   memory(): Promise<{ rssMb: number; peakMb: number }>;
   /** Vacuums the PostgreSQL database (no-op on PGlite), between scenarios, outside any run. */
   settle(): Promise<void>;
+  /**
+   * Stops the service and starts it again on the same data dir and database (initialised by the
+   * first start): milliseconds from the spawn to the first 200 of /health/ready.
+   */
+  restartTimed(): Promise<number>;
 }
 
 /**
@@ -103,27 +116,27 @@ export async function startController(
     const port = await freePort();
     const origin = `https://127.0.0.1:${port}`;
     if (!o.fromSource) execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
-    child = spawnNodeChild(
-      o.fromSource
-        ? ['--import', 'tsx', join(process.cwd(), 'src', 'main.ts')]
-        : [join(process.cwd(), 'dist', 'src', 'main.js')],
-      {
-        SVC_ADDRESS: `127.0.0.1:${port}`,
-        SVC_DATA_DIR: dataDir,
-        SVC_ADMIN_USERNAME: ADMIN.username,
-        SVC_ADMIN_PASSWORD: ADMIN.password,
-        SVC_RATE_LIMITS_ENABLED: 'false',
-        LOG_LEVEL: o.logLevel,
-        ...(db ? { DATABASE_URL: db.url } : {}),
-      },
-      process.cwd(),
-      o.nodeArgs,
-    );
-    const c = child;
-    const ca = await waitReady(origin, dataDir, {
-      output: c.output,
-      exited: () => c.child.exitCode !== null,
-    });
+    const spawnService = () =>
+      spawnNodeChild(
+        o.fromSource
+          ? ['--import', 'tsx', join(process.cwd(), 'src', 'main.ts')]
+          : [join(process.cwd(), 'dist', 'src', 'main.js')],
+        {
+          SVC_ADDRESS: `127.0.0.1:${port}`,
+          SVC_DATA_DIR: dataDir,
+          SVC_ADMIN_USERNAME: ADMIN.username,
+          SVC_ADMIN_PASSWORD: ADMIN.password,
+          SVC_RATE_LIMITS_ENABLED: 'false',
+          LOG_LEVEL: o.logLevel,
+          ...(db ? { DATABASE_URL: db.url } : {}),
+        },
+        process.cwd(),
+        o.nodeArgs,
+      );
+    const ready = (c: ReturnType<typeof spawnNodeChild>, pollMs?: number) =>
+      waitReady(origin, dataDir, { output: c.output, exited: () => c.child.exitCode !== null }, pollMs);
+    child = spawnService();
+    const ca = await ready(child);
     const seeder = createBenchClient(origin, ca, 2);
     await seedUsers(seeder, o.users).finally(() => seeder.close());
     return {
@@ -132,17 +145,26 @@ export async function startController(
       ...(db ? { databaseUrl: db.url } : {}),
       ca,
       async cpu() {
+        const c = child!;
         const own = await processCpuMs(c.pid);
         if (own === undefined) throw new Error(`the controller is gone: ${c.output()}`);
         const databaseMs = db ? await db.backendsCpuMs() : 0;
         return { totalMs: own + databaseMs, databaseMs, statements: db?.statements() };
       },
       async memory() {
+        const c = child!;
         const m = await processMemoryMb(c.pid);
         if (m === undefined) throw new Error(`the controller is gone: ${c.output()}`);
         return m;
       },
       settle: async () => db?.vacuum(),
+      async restartTimed() {
+        await child!.stop();
+        const started = performance.now();
+        child = spawnService();
+        await ready(child, TIMED_START_POLL_MS);
+        return performance.now() - started;
+      },
       stop: cleanup,
     };
   } catch (err) {

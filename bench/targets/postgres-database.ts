@@ -6,10 +6,10 @@ import { startStatementCounter } from './pg-statement-counter.js';
 export const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface BenchDatabase {
-  /** For the service: through a relay that counts its statements. */
+  /** For the target (the service or baseline (c)): through a relay that counts its statements. */
   url: string;
   /**
-   * Statements the service has sent so far for requests (its timers' statements left out),
+   * Statements the target has sent so far for requests (the service's timers' statements left out),
    * and the BEGIN/COMMIT/ROLLBACK among them.
    */
   statements(): { all: number; transactionControl: number };
@@ -24,12 +24,12 @@ export interface BenchDatabase {
 }
 
 /**
- * A fresh database for one run on the local PostgreSQL, dropped at the end. Only the backends
+ * A fresh database for one run (`<prefix>_<random>`: the service's, or baseline (c)'s) on the local PostgreSQL, dropped at the end. Only the backends
  * serving it are counted: the shared background processes (WAL writer, checkpointer) also work
  * for whatever else runs on this server and are left out.
  */
-export async function createBenchDatabase(): Promise<BenchDatabase> {
-  const name = `svc_bench_${randomBytes(6).toString('hex')}`;
+export async function createBenchDatabase(prefix = 'svc_bench'): Promise<BenchDatabase> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: POSTGRES_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);

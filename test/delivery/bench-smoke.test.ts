@@ -26,8 +26,25 @@ test(`npm run bench -- --smoke${usingPostgres ? ' --pg' : ''} runs every scenari
   expect(stdout).toMatch(/^Targets:$/m);
   expect(stdout).toMatch(/^RSS idle after seeding +\| \d+ MB/m);
   if (usingPostgres) {
-    expect(stdout).toMatch(/^SQL statements per refresh grant \(BEGIN\/COMMIT apart\) +\| \d+\.\d\d /m);
-    expect(stdout).toMatch(/login: p99 [\d.,]+ ms, \d+\.\d\d SQL statements\/op/);
+    // Login and refresh are paired with baseline (c), the bare provider on PostgreSQL; (b) is the reference.
+    expect(stdout).toMatch(/^full login .* +\| [\d,]+ flow\/s.*\| \(c\): [\d,]+ flow\/s/m);
+    expect(stdout).toMatch(/^refresh grant .* +\| [\d,]+ grant\/s.*\| \(c\): [\d,]+ grant\/s/m);
+    expect(stdout).toMatch(/^ +same, against \(b\) for reference +\| +\| \(b\): [\d,]+ flow\/s/m);
+    expect(stdout).toMatch(
+      /^full login \(PostgreSQL CPU included\): CPU\/op vs \(c\) +\| \d+\.\d\dx .*\| (PASS|FAIL)$/m,
+    );
+    expect(stdout).toMatch(
+      /^SQL statements per refresh grant \(BEGIN\/COMMIT included\) +\| \d+\.\d\d +\| ≤ 3 +\| (PASS|FAIL)$/m,
+    );
+    expect(stdout).toMatch(/^start to ready \(second start on PostgreSQL\) +\| [\d,]+ ms/m);
+    expect(stdout).toMatch(
+      /login: service p99 [\d.,]+ ms, \d+\.\d\d SQL statements\/op.*; \(c\) \d+\.\d\d SQL statements\/op/,
+    );
+  } else {
+    expect(stdout).toMatch(/^\(c\) bare oidc-provider on PostgreSQL: not run \(needs --pg\)/m);
+    expect(stdout).toMatch(
+      /^full login \(PostgreSQL CPU included\): throughput vs \(c\) +\| not measured \(needs --pg\)/m,
+    );
   }
   expect(stdout).toMatch(/^Smoke run \(--smoke\)/m);
 });
