@@ -255,24 +255,26 @@ describe('isIssuedBy', () => {
 
 describe('verifyChain', () => {
   it('is true from the leaf through the signing CA to the root', async () => {
-    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem])).toBe(true);
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem], new Date())).toBe(true);
   });
 
   it('accepts an intermediate as the trusted certificate', async () => {
-    expect(await verifyChain(leaf.certPem, [], [signing.certPem])).toBe(true);
+    expect(await verifyChain(leaf.certPem, [], [signing.certPem], new Date())).toBe(true);
   });
 
   it('is false for a certificate from another CA', async () => {
     const otherSigning = await generateSigningCa(otherRoot, { commonName: 'Chain Signing CA' });
     const stranger = await issueClientCert(otherSigning, { commonName: 'leaf' });
-    expect(await verifyChain(stranger.certPem, [otherSigning.certPem], [root.certPem])).toBe(false);
-    expect(await verifyChain(stranger.certPem, [signing.certPem], [root.certPem, signing.certPem])).toBe(
+    expect(await verifyChain(stranger.certPem, [otherSigning.certPem], [root.certPem], new Date())).toBe(
       false,
     );
+    expect(
+      await verifyChain(stranger.certPem, [signing.certPem], [root.certPem, signing.certPem], new Date()),
+    ).toBe(false);
   });
 
   it('is false when the intermediate is missing', async () => {
-    expect(await verifyChain(leaf.certPem, [], [root.certPem])).toBe(false);
+    expect(await verifyChain(leaf.certPem, [], [root.certPem], new Date())).toBe(false);
   });
 
   it('ignores validity dates', async () => {
@@ -280,7 +282,7 @@ describe('verifyChain', () => {
       commonName: 'old',
       notAfter: new Date(Date.now() - 86400000),
     });
-    expect(await verifyChain(expired.certPem, [signing.certPem], [root.certPem])).toBe(true);
+    expect(await verifyChain(expired.certPem, [signing.certPem], [root.certPem], new Date())).toBe(true);
   });
 
   it('does not let a non-CA certificate act as an issuer', async () => {
@@ -288,8 +290,10 @@ describe('verifyChain', () => {
     const notCa = opensslIssue('not-a-ca', signing, 'basicConstraints=CA:FALSE');
     const underIt = opensslIssue('below', notCa, 'basicConstraints=CA:FALSE');
     expect(await isIssuedBy(underIt.certPem, notCa.certPem)).toBe(true);
-    expect(await verifyChain(underIt.certPem, [notCa.certPem, signing.certPem], [root.certPem])).toBe(false);
-    expect(await verifyChain(underIt.certPem, [signing.certPem], [notCa.certPem])).toBe(false);
+    expect(
+      await verifyChain(underIt.certPem, [notCa.certPem, signing.certPem], [root.certPem], new Date()),
+    ).toBe(false);
+    expect(await verifyChain(underIt.certPem, [signing.certPem], [notCa.certPem], new Date())).toBe(false);
   });
 
   it('finds a path through intermediates given in any order', async () => {
@@ -309,12 +313,13 @@ describe('verifyChain', () => {
           below.certPem,
           order.map((cert) => cert.certPem),
           [root.certPem],
+          new Date(),
         ),
       );
       expect(result).toBe(true);
       expect(checks).toBeLessThanOrEqual(4); // one per link: leaf→c→b→a→root
     }
-    expect(await verifyChain(below.certPem, [a.certPem, c.certPem], [root.certPem])).toBe(false);
+    expect(await verifyChain(below.certPem, [a.certPem, c.certPem], [root.certPem], new Date())).toBe(false);
   });
 
   it('refuses a leaf with 9 self-issued intermediates with a number of signature checks linear in them', async () => {
@@ -323,7 +328,7 @@ describe('verifyChain', () => {
 
     const started = performance.now();
     const { result, checks } = await countingSignatureChecks(() =>
-      verifyChain(crafted.certPem, intermediates, [root.certPem]),
+      verifyChain(crafted.certPem, intermediates, [root.certPem], new Date()),
     );
     const elapsed = performance.now() - started;
 
@@ -338,7 +343,7 @@ describe('verifyChain', () => {
     const { ca, leaf: crafted, intermediates } = await selfIssuedChain(9, 'Trusted Self Issued CA');
 
     const { result, checks } = await countingSignatureChecks(() =>
-      verifyChain(crafted.certPem, intermediates, [ca.certPem]),
+      verifyChain(crafted.certPem, intermediates, [ca.certPem], new Date()),
     );
 
     expect(result).toBe(true);
@@ -369,9 +374,11 @@ describe('verifyChain', () => {
       ...path.map((ca) => ca.certPem),
     ];
 
-    const few = await countingSignatureChecks(() => verifyChain(below.certPem, chainWith(2), [root.certPem]));
+    const few = await countingSignatureChecks(() =>
+      verifyChain(below.certPem, chainWith(2), [root.certPem], new Date()),
+    );
     const many = await countingSignatureChecks(() =>
-      verifyChain(below.certPem, chainWith(8), [root.certPem]),
+      verifyChain(below.certPem, chainWith(8), [root.certPem], new Date()),
     );
 
     expect(few).toEqual({ result: true, checks: 4 * 3 + 1 });
@@ -382,7 +389,9 @@ describe('verifyChain', () => {
   it('enforces the path length of the signing CA', async () => {
     const subCa = await generateSigningCa(signing, { commonName: 'Too Deep CA' });
     const deepLeaf = await issueClientCert(subCa, { commonName: 'deep' });
-    expect(await verifyChain(deepLeaf.certPem, [subCa.certPem, signing.certPem], [root.certPem])).toBe(false);
-    expect(await verifyChain(deepLeaf.certPem, [], [subCa.certPem])).toBe(true);
+    expect(
+      await verifyChain(deepLeaf.certPem, [subCa.certPem, signing.certPem], [root.certPem], new Date()),
+    ).toBe(false);
+    expect(await verifyChain(deepLeaf.certPem, [], [subCa.certPem], new Date())).toBe(true);
   });
 });

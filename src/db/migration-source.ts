@@ -10,6 +10,7 @@ import * as m008 from '../../migrations/008_login_failures_per_address.js';
 import * as m009 from '../../migrations/009_identity_list_indexes.js';
 import * as m010 from '../../migrations/010_rate_limits.js';
 import * as m011 from '../../migrations/011_instance_locks.js';
+import * as m012 from '../../migrations/012_certificate_identity.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -27,6 +28,7 @@ const migrations: Record<string, Knex.Migration> = {
   '009_identity_list_indexes': m009,
   '010_rate_limits': m010,
   '011_instance_locks': m011,
+  '012_certificate_identity': m012,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

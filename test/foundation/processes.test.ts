@@ -151,6 +151,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '009_identity_list_indexes',
         '010_rate_limits',
         '011_instance_locks',
+        '012_certificate_identity',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);
