@@ -45,7 +45,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('authenticators', (t) => {
     t.text('cert_tbs_sha256');
   });
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     const rows: { id: string; cert_pem: string }[] = await knex('authenticators')
       .whereNotNull('cert_pem')
       .andWhere('id', '>', after)

@@ -28,12 +28,15 @@ export async function countCertificatesNowRefused(knex: Knex, at: Date): Promise
     caValid.set(ca.id, notBefore <= at && at <= notAfter);
   }
   let refused = 0;
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     const rows = await authenticatorsRepository.certificatesAfter(knex, after, BATCH);
     if (rows.length === 0) return refused;
     after = rows[rows.length - 1]!.id;
     for (const row of rows) {
-      if (row.certPem !== null && refusedNow(row.certPem, row.caId === null ? undefined : caValid.get(row.caId)))
+      if (
+        row.certPem !== null &&
+        refusedNow(row.certPem, row.caId === null ? undefined : caValid.get(row.caId))
+      )
         refused += 1;
     }
   }
