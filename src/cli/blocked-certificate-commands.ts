@@ -62,7 +62,7 @@ async function unblock(ctx: CommandContext): Promise<void> {
 export const blockedCertificateCommands: CommandSpec[] = [
   {
     words: ['edge', 'list', 'blocked-certificates'],
-    args: "<ca name|id> ['<filter>']",
+    args: "<ca> ['<filter>']",
     summary: 'list the certificates of a 3rd-party CA that may not enroll again (their identity was deleted)',
     options: {},
     optionHelp: [],
@@ -71,7 +71,7 @@ export const blockedCertificateCommands: CommandSpec[] = [
   },
   {
     words: ['edge', 'delete', 'blocked-certificate'],
-    args: '<ca name|id> <entry id>',
+    args: '<ca> <entry id>',
     summary: 'lift a block: the certificate may enroll again, as a new identity',
     options: {},
     optionHelp: [],
