@@ -120,10 +120,16 @@ const EKU_ANY = '2.5.29.37.0';
 /**
  * RFC 5280 §4.2.1.12: a certificate whose extendedKeyUsage names purposes may be used for those
  * only, so a client certificate needs clientAuth (or anyExtendedKeyUsage) among them. One without
- * the extension is not restricted.
+ * the extension is not restricted. A certificate OpenSSL cannot read serves no purpose.
  */
 export function permitsClientAuth(pemOrDer: CertificateInput): boolean {
-  const usages = nodeCert(pemOrDer).keyUsage;
+  let usages;
+  try {
+    usages = nodeCert(pemOrDer).keyUsage;
+  } catch (err) {
+    if (err instanceof CertificateError) return false;
+    throw err;
+  }
   return usages === undefined || usages.includes(EKU_CLIENT_AUTH) || usages.includes(EKU_ANY);
 }
 

@@ -7,12 +7,7 @@ const BATCH = 1000;
 
 /** Whether the stored leaf would be refused: no clientAuth purpose, or its CA is out of date. */
 function refusedNow(certPem: string, caCertValid: boolean | undefined): boolean {
-  try {
-    return !permitsClientAuth(certPem) || caCertValid === false;
-  } catch (err) {
-    if (err instanceof CertificateError) return false; // unreadable rows were refused before too
-    throw err;
-  }
+  return !permitsClientAuth(certPem) || caCertValid === false;
 }
 
 /**
@@ -24,8 +19,16 @@ function refusedNow(certPem: string, caCertValid: boolean | undefined): boolean 
 export async function countCertificatesNowRefused(knex: Knex, at: Date): Promise<number> {
   const caValid = new Map<string, boolean>();
   for (const ca of await casRepository.listAuthEnabled(knex)) {
-    const { notBefore, notAfter } = parseCertificate(ca.certPem);
-    caValid.set(ca.id, notBefore <= at && at <= notAfter);
+    // A warning must never stop a start: a CA certificate that cannot be read is left out.
+    const dates = (() => {
+      try {
+        return parseCertificate(ca.certPem);
+      } catch (err) {
+        if (err instanceof CertificateError) return undefined;
+        throw err;
+      }
+    })();
+    if (dates) caValid.set(ca.id, dates.notBefore <= at && at <= dates.notAfter);
   }
   let refused = 0;
   for (let after = ''; ;) {
