@@ -27,6 +27,7 @@ import { createSignerCache } from './services/auth/signer-cache.js';
 import { createAuditTrail } from './services/audit-trail.js';
 import { createAuthenticatorService } from './services/authenticator-service.js';
 import { createCaService } from './services/ca-service.js';
+import { countCertificatesNowRefused } from './services/certificate-rules-check.js';
 import { createEnrollmentCompletion } from './services/enrollment-completion.js';
 import { createEnrollmentJwtSigner } from './services/enrollment-jwt.js';
 import { createEnrollmentService } from './services/enrollment-service.js';
@@ -121,6 +122,14 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   const enrollmentTokens = createEnrollmentTokens(box);
   const sealedTokens = await enrollmentTokens.protectPlainTokens(knex);
   if (sealedTokens > 0) logger.info({ enrollments: sealedTokens }, 'sealed plain enrollment tokens');
+  const refusedCertificates = await countCertificatesNowRefused(knex, new Date());
+  if (refusedCertificates > 0) {
+    logger.warn(
+      { certificates: refusedCertificates },
+      `${refusedCertificates} enrolled client certificate(s) can no longer log in: their extendedKeyUsage ` +
+        'lacks clientAuth or their CA certificate is expired (docs/operations.md "Client certificates")',
+    );
+  }
   const identityView = createIdentityView({ signEnrollmentJwt, tokens: enrollmentTokens });
   const identityContext = createIdentityContextCache({
     knex,

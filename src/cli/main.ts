@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { CliError, UsageError } from './cli-error.js';
 import { outputWidth, processIo, type CliIo } from './cli-io.js';
 import type { CommandSpec, OptionValues, OptionsConfig } from './command-spec.js';
+import { blockedCertificateCommands } from './blocked-certificate-commands.js';
 import { completionCommand } from './completion-command.js';
 import { controllerCommands } from './controller-commands.js';
 import { enrollCommand } from './enroll-command.js';
@@ -18,6 +19,7 @@ export const commands: CommandSpec[] = [
   loginCommand,
   ...identityCommands,
   ...enrollmentCommands,
+  ...blockedCertificateCommands,
   ...importCommands,
   enrollCommand,
   ...keysCommands,

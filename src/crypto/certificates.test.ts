@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import {
   CertificateError,
   certFingerprint,
+  certTbsSha256,
   isIssuedBy,
   parseCertificate,
+  permitsClientAuth,
   singleCertificatePem,
   splitPemBundle,
   toPkcs7Base64,
@@ -25,6 +27,12 @@ import { exportPrivateKeyPem, generateEcKeyPair } from './pki-keys.js';
 import { KEY_CERT_SIGN, pemText, signCertificate } from './pki-sign.js';
 import { x509 } from './x509-runtime.js';
 import { selfIssuedChain } from '../../test/helpers/self-issued-chain.js';
+import {
+  leafUnderExpiredIntermediate,
+  malleatedCopy,
+  noEkuLeaf,
+  serverAuthOnlyLeaf,
+} from '../../test/helpers/hostile-certificates.js';
 
 let dir: string;
 let root: KeyedCert;
@@ -201,6 +209,7 @@ describe('parseCertificate', () => {
       isCa: false,
       uriSans: [],
       fingerprint: opensslFingerprint(leaf.certPem),
+      tbsSha256: certTbsSha256(leaf.certPem),
       serialNumber: openssl(['x509', '-noout', '-serial'], leaf.certPem).trim().split('=')[1].toLowerCase(),
     });
     expect(parseCertificate(signing.certPem).isCa).toBe(true);
@@ -255,32 +264,47 @@ describe('isIssuedBy', () => {
 
 describe('verifyChain', () => {
   it('is true from the leaf through the signing CA to the root', async () => {
-    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem])).toBe(true);
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem], new Date())).toBe(true);
   });
 
   it('accepts an intermediate as the trusted certificate', async () => {
-    expect(await verifyChain(leaf.certPem, [], [signing.certPem])).toBe(true);
+    expect(await verifyChain(leaf.certPem, [], [signing.certPem], new Date())).toBe(true);
   });
 
   it('is false for a certificate from another CA', async () => {
     const otherSigning = await generateSigningCa(otherRoot, { commonName: 'Chain Signing CA' });
     const stranger = await issueClientCert(otherSigning, { commonName: 'leaf' });
-    expect(await verifyChain(stranger.certPem, [otherSigning.certPem], [root.certPem])).toBe(false);
-    expect(await verifyChain(stranger.certPem, [signing.certPem], [root.certPem, signing.certPem])).toBe(
+    expect(await verifyChain(stranger.certPem, [otherSigning.certPem], [root.certPem], new Date())).toBe(
       false,
     );
+    expect(
+      await verifyChain(stranger.certPem, [signing.certPem], [root.certPem, signing.certPem], new Date()),
+    ).toBe(false);
   });
 
   it('is false when the intermediate is missing', async () => {
-    expect(await verifyChain(leaf.certPem, [], [root.certPem])).toBe(false);
+    expect(await verifyChain(leaf.certPem, [], [root.certPem], new Date())).toBe(false);
   });
 
-  it('ignores validity dates', async () => {
+  it("leaves the leaf's validity dates to callers", async () => {
     const expired = await issueClientCert(signing, {
       commonName: 'old',
       notAfter: new Date(Date.now() - 86400000),
     });
-    expect(await verifyChain(expired.certPem, [signing.certPem], [root.certPem])).toBe(true);
+    expect(await verifyChain(expired.certPem, [signing.certPem], [root.certPem], new Date())).toBe(true);
+  });
+
+  it('is false through an intermediate that has expired (RFC 5280 §6.1.3 (a)(2))', async () => {
+    const { leaf: below, intermediatePem } = await leafUnderExpiredIntermediate(root, 'below expired');
+    expect(await verifyChain(below.certPem, [intermediatePem], [root.certPem], new Date())).toBe(false);
+    expect(await verifyChain(below.certPem, [], [intermediatePem], new Date())).toBe(false);
+  });
+
+  it('is false when the trusted CA is not valid at the given time', async () => {
+    const later = new Date(Date.now() + 3 * 365 * 86400000);
+    const muchLater = new Date(Date.now() + 20 * 365 * 86400000);
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem], later)).toBe(true);
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem], muchLater)).toBe(false);
   });
 
   it('does not let a non-CA certificate act as an issuer', async () => {
@@ -288,8 +312,10 @@ describe('verifyChain', () => {
     const notCa = opensslIssue('not-a-ca', signing, 'basicConstraints=CA:FALSE');
     const underIt = opensslIssue('below', notCa, 'basicConstraints=CA:FALSE');
     expect(await isIssuedBy(underIt.certPem, notCa.certPem)).toBe(true);
-    expect(await verifyChain(underIt.certPem, [notCa.certPem, signing.certPem], [root.certPem])).toBe(false);
-    expect(await verifyChain(underIt.certPem, [signing.certPem], [notCa.certPem])).toBe(false);
+    expect(
+      await verifyChain(underIt.certPem, [notCa.certPem, signing.certPem], [root.certPem], new Date()),
+    ).toBe(false);
+    expect(await verifyChain(underIt.certPem, [signing.certPem], [notCa.certPem], new Date())).toBe(false);
   });
 
   it('finds a path through intermediates given in any order', async () => {
@@ -309,12 +335,13 @@ describe('verifyChain', () => {
           below.certPem,
           order.map((cert) => cert.certPem),
           [root.certPem],
+          new Date(),
         ),
       );
       expect(result).toBe(true);
       expect(checks).toBeLessThanOrEqual(4); // one per link: leaf→c→b→a→root
     }
-    expect(await verifyChain(below.certPem, [a.certPem, c.certPem], [root.certPem])).toBe(false);
+    expect(await verifyChain(below.certPem, [a.certPem, c.certPem], [root.certPem], new Date())).toBe(false);
   });
 
   it('refuses a leaf with 9 self-issued intermediates with a number of signature checks linear in them', async () => {
@@ -323,7 +350,7 @@ describe('verifyChain', () => {
 
     const started = performance.now();
     const { result, checks } = await countingSignatureChecks(() =>
-      verifyChain(crafted.certPem, intermediates, [root.certPem]),
+      verifyChain(crafted.certPem, intermediates, [root.certPem], new Date()),
     );
     const elapsed = performance.now() - started;
 
@@ -338,7 +365,7 @@ describe('verifyChain', () => {
     const { ca, leaf: crafted, intermediates } = await selfIssuedChain(9, 'Trusted Self Issued CA');
 
     const { result, checks } = await countingSignatureChecks(() =>
-      verifyChain(crafted.certPem, intermediates, [ca.certPem]),
+      verifyChain(crafted.certPem, intermediates, [ca.certPem], new Date()),
     );
 
     expect(result).toBe(true);
@@ -369,9 +396,11 @@ describe('verifyChain', () => {
       ...path.map((ca) => ca.certPem),
     ];
 
-    const few = await countingSignatureChecks(() => verifyChain(below.certPem, chainWith(2), [root.certPem]));
+    const few = await countingSignatureChecks(() =>
+      verifyChain(below.certPem, chainWith(2), [root.certPem], new Date()),
+    );
     const many = await countingSignatureChecks(() =>
-      verifyChain(below.certPem, chainWith(8), [root.certPem]),
+      verifyChain(below.certPem, chainWith(8), [root.certPem], new Date()),
     );
 
     expect(few).toEqual({ result: true, checks: 4 * 3 + 1 });
@@ -382,7 +411,41 @@ describe('verifyChain', () => {
   it('enforces the path length of the signing CA', async () => {
     const subCa = await generateSigningCa(signing, { commonName: 'Too Deep CA' });
     const deepLeaf = await issueClientCert(subCa, { commonName: 'deep' });
-    expect(await verifyChain(deepLeaf.certPem, [subCa.certPem, signing.certPem], [root.certPem])).toBe(false);
-    expect(await verifyChain(deepLeaf.certPem, [], [subCa.certPem])).toBe(true);
+    expect(
+      await verifyChain(deepLeaf.certPem, [subCa.certPem, signing.certPem], [root.certPem], new Date()),
+    ).toBe(false);
+    expect(await verifyChain(deepLeaf.certPem, [], [subCa.certPem], new Date())).toBe(true);
+  });
+});
+
+describe('certTbsSha256', () => {
+  it('is the SHA-256 of the tbsCertificate, the same for a copy with a re-encoded signature', async () => {
+    const der = new NodeX509Certificate(leaf.certPem).raw;
+    const [, tbs] = openssl(['asn1parse', '-inform', 'DER'], der).split('\n');
+    const [, offset, hl, length] = /^\s*(\d+):d=1\s+hl=(\d+)\s+l=\s*(\d+)/.exec(tbs!)!.map(Number);
+    const expected = openssl(['dgst', '-sha256', '-r'], der.subarray(offset, offset! + hl! + length!)).split(
+      ' ',
+    )[0];
+    const copy = malleatedCopy(leaf.certPem);
+
+    expect(certTbsSha256(leaf.certPem)).toBe(expected);
+    expect(new NodeX509Certificate(copy).verify(new NodeX509Certificate(signing.certPem).publicKey)).toBe(
+      true,
+    );
+    expect(certFingerprint(copy)).not.toBe(certFingerprint(leaf.certPem));
+    expect(certTbsSha256(copy)).toBe(expected);
+  });
+
+  it('refuses bytes that are not a certificate', () => {
+    expect(() => certTbsSha256(Buffer.from([0x30, 0x03, 0x02, 0x01, 0x00]))).toThrow(CertificateError);
+  });
+});
+
+describe('permitsClientAuth', () => {
+  it('is true with clientAuth or without extendedKeyUsage, false for a server-only certificate', async () => {
+    expect(permitsClientAuth(leaf.certPem)).toBe(true);
+    expect(permitsClientAuth((await noEkuLeaf(signing, 'any purpose')).certPem)).toBe(true);
+    expect(permitsClientAuth((await serverAuthOnlyLeaf(signing, 'web')).certPem)).toBe(false);
+    expect(permitsClientAuth((await issueServerCert(signing, { hosts: ['both'] })).certPem)).toBe(true);
   });
 });

@@ -18,6 +18,8 @@ export interface ParsedCertificate {
   isCa: boolean;
   uriSans: string[];
   fingerprint: string;
+  /** See certTbsSha256. */
+  tbsSha256: string;
   serialNumber: string;
 }
 
@@ -83,6 +85,54 @@ export function certFingerprint(pemOrDer: CertificateInput): string {
   return createHash('sha1').update(toDer(pemOrDer)).digest('hex');
 }
 
+/** Offset just past a DER tag and length at `at`, and the length of the content. */
+function derHeader(der: Buffer, at: number): { start: number; length: number } {
+  const first = der[at + 1];
+  if (first === undefined) throw new CertificateError('not an X.509 certificate');
+  if (first < 0x80) return { start: at + 2, length: first };
+  const count = first & 0x7f;
+  if (count === 0 || count > 4) throw new CertificateError('not an X.509 certificate');
+  let length = 0;
+  for (let i = 0; i < count; i += 1) length = length * 256 + (der[at + 2 + i] ?? 0);
+  return { start: at + 2 + count, length };
+}
+
+/**
+ * Lowercase hex SHA-256 of the tbsCertificate (RFC 5280 §4.1.1.1): everything the CA signed,
+ * without the signature. An ECDSA signature (r, s) verifies as (r, n − s) too, so anyone holding a
+ * certificate can make a copy with another DER and another SHA-1 fingerprint; this hash is the
+ * same for both and names the certificate itself.
+ */
+export function certTbsSha256(pemOrDer: CertificateInput): string {
+  const der = toDer(pemOrDer);
+  if (der[0] !== DER_SEQUENCE) throw new CertificateError('not an X.509 certificate');
+  const outer = derHeader(der, 0);
+  if (der[outer.start] !== DER_SEQUENCE) throw new CertificateError('not an X.509 certificate');
+  const tbs = derHeader(der, outer.start);
+  const end = tbs.start + tbs.length;
+  if (end > der.length) throw new CertificateError('not an X.509 certificate');
+  return createHash('sha256').update(der.subarray(outer.start, end)).digest('hex');
+}
+
+const EKU_CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+const EKU_ANY = '2.5.29.37.0';
+
+/**
+ * RFC 5280 §4.2.1.12: a certificate whose extendedKeyUsage names purposes may be used for those
+ * only, so a client certificate needs clientAuth (or anyExtendedKeyUsage) among them. One without
+ * the extension is not restricted. A certificate OpenSSL cannot read serves no purpose.
+ */
+export function permitsClientAuth(pemOrDer: CertificateInput): boolean {
+  let usages;
+  try {
+    usages = nodeCert(pemOrDer).keyUsage;
+  } catch (err) {
+    if (err instanceof CertificateError) return false;
+    throw err;
+  }
+  return usages === undefined || usages.includes(EKU_CLIENT_AUTH) || usages.includes(EKU_ANY);
+}
+
 export function parseCertificate(pem: CertificateInput): ParsedCertificate {
   const der = toDer(pem);
   const cert = peculiarCert(der);
@@ -96,6 +146,7 @@ export function parseCertificate(pem: CertificateInput): ParsedCertificate {
     isCa: cert.getExtension(x509.BasicConstraintsExtension)?.ca ?? false,
     uriSans: (san?.names.items ?? []).filter((name) => name.type === 'url').map((name) => name.value),
     fingerprint: certFingerprint(der),
+    tbsSha256: certTbsSha256(der),
     serialNumber: cert.serialNumber.toLowerCase(),
   };
 }
@@ -134,13 +185,20 @@ interface ChainCert {
   pathLength?: number;
 }
 
-function chainCerts(pems: string[]): ChainCert[] {
+/** RFC 5280 §6.1.3 (a)(2): the certificate is inside its validity period at `at`. */
+const validAt = (cert: NodeX509Certificate, at: Date): boolean =>
+  new Date(cert.validFrom) <= at && at <= new Date(cert.validTo);
+
+function chainCerts(pems: string[], at: Date): ChainCert[] {
   return pems
     .flatMap((pem) => splitPemBundle(pem))
     .flatMap((pem) => {
       const der = toDer(pem);
       const cert = nodeCert(der);
       if (!cert.ca) return []; // RFC 5280 §6.1.4 (k): only CA certificates may issue
+      // An issuer outside its validity period is no issuer: a path through it is invalid, and a
+      // renewed certificate of the same CA among the others may still complete the path.
+      if (!validAt(cert, at)) return [];
       const constraints = peculiarCert(der).getExtension(x509.BasicConstraintsExtension);
       return [{ cert, fingerprint: certFingerprint(der), pathLength: constraints?.pathLength }];
     });
@@ -154,7 +212,9 @@ const SIGNATURE_CHECKS_PER_CERT = 2;
 
 /**
  * Whether `leaf` chains through `intermediates` to one of `trustedRoots` (any trusted CA, not only
- * self-signed ones). Validity dates are not checked: callers apply their own expiry policy.
+ * self-signed ones), every intermediate and the trusted CA being valid at `at` (RFC 5280 §6.1.3
+ * (a)(2)). The leaf's own dates and key purpose are left to callers: a policy may accept an
+ * expired leaf (`allowExpiredCerts`), and a CA's proof certificate is no client certificate.
  *
  * The path is built the way OpenSSL's verifier builds it: up from the leaf, one issuer per step, a
  * trusted CA if one issued the certificate, else the first unused intermediate that did; no
@@ -166,9 +226,10 @@ export async function verifyChain(
   leaf: CertificateInput,
   intermediates: string[],
   trustedRoots: string[],
+  at: Date,
 ): Promise<boolean> {
-  const trusted = chainCerts(trustedRoots);
-  const pool = chainCerts(intermediates);
+  const trusted = chainCerts(trustedRoots, at);
+  const pool = chainCerts(intermediates, at);
   const leafDer = toDer(leaf);
   let checksLeft = SIGNATURE_CHECKS_PER_CERT * (1 + pool.length + trusted.length);
   /** RFC 5280 §4.2.1.9: at most pathLength intermediates may follow the issuer. */

@@ -62,7 +62,7 @@ describe('signClientCsr', () => {
 
   it('issues a leaf that chains to the root through the signing CA', async () => {
     const leaf = await sign((await generateClientKeyAndCsr({ commonName: 'c' })).csrPem);
-    expect(await verifyChain(leaf, [signing.certPem], [root.certPem])).toBe(true);
+    expect(await verifyChain(leaf, [signing.certPem], [root.certPem], new Date())).toBe(true);
   });
 
   it('rejects a CSR whose content was changed after signing', async () => {

@@ -63,6 +63,10 @@ const CONSTRAINTS: Record<string, Answers> = {
   authenticators__cert_fingerprint_unique: {
     unique: { code: 'CONFLICT', field: 'fingerprint', reason: 'the certificate is already in use' },
   },
+  // Another encoding of a certificate already enrolled (its tbsCertificate hash is taken).
+  authenticators__cert_tbs_sha256_unique: {
+    unique: { code: 'CONFLICT', field: 'fingerprint', reason: 'the certificate is already in use' },
+  },
   authenticators__identity_id_method_unique: {
     unique: {
       code: 'CONFLICT',

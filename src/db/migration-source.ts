@@ -10,8 +10,9 @@ import * as m008 from '../../migrations/008_login_failures_per_address.js';
 import * as m009 from '../../migrations/009_identity_list_indexes.js';
 import * as m010 from '../../migrations/010_rate_limits.js';
 import * as m011 from '../../migrations/011_instance_locks.js';
+import * as m012 from '../../migrations/012_certificate_identity.js';
 import * as m013 from '../../migrations/013_signer_token_lifetime.js';
-import * as m016 from '../../migrations/016_mfa_enrollment_owner.js';
+import * as m014 from '../../migrations/014_mfa_enrollment_owner.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -29,8 +30,9 @@ const migrations: Record<string, Knex.Migration> = {
   '009_identity_list_indexes': m009,
   '010_rate_limits': m010,
   '011_instance_locks': m011,
+  '012_certificate_identity': m012,
   '013_signer_token_lifetime': m013,
-  '016_mfa_enrollment_owner': m016,
+  '014_mfa_enrollment_owner': m014,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -174,8 +174,11 @@ const enroll: RouteDoc[] = [
       "appended on a name collision; role attributes from the CA's `identityRoles`; auth " +
       'policy `default`) and the cert authenticator, so the certificate logs in at once with ' +
       '`POST /authenticate?method=cert`. A certificate that is missing, of an unknown, ' +
-      'unverified or non-auto-enrolling CA, expired or a CA certificate: 401 `INVALID_AUTH`. ' +
-      'A certificate already enrolled: 409 `CONFLICT` naming `fingerprint`. As OpenZiti, the ' +
+      'unverified or non-auto-enrolling CA, expired, under an expired intermediate or CA ' +
+      'certificate, without `clientAuth` in its extendedKeyUsage, a CA certificate, or blocked ' +
+      'because an admin deleted its identity: 401 `INVALID_AUTH`. A certificate already ' +
+      'enrolled, also as a copy with a re-encoded signature: 409 `CONFLICT` naming ' +
+      '`fingerprint`. As OpenZiti, the ' +
       'answer is an empty 200; the identity is the one the certificate then logs in as.',
     tag: 'Enrollment',
     access: 'anonymous',

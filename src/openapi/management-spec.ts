@@ -217,7 +217,42 @@ function policySignerCaRoutes(): RouteDoc[] {
     response: dataResponse('The verified CA.', 'Ca'),
     errors: ['CONFLICT'],
   };
-  return [...Object.values(policies), ...Object.values(signers), ...Object.values(cas), verify];
+  return [
+    ...Object.values(policies),
+    ...Object.values(signers),
+    ...Object.values(cas),
+    verify,
+    ...blockedCertificateRoutes(),
+  ];
+}
+
+/** The certificates auto CA enrollment refuses because an admin deleted their identity. */
+function blockedCertificateRoutes(): RouteDoc[] {
+  return [
+    {
+      ...admin,
+      method: 'get',
+      path: '/cas/:id/blocked-certificates',
+      operationId: 'listBlockedCertificates',
+      summary: 'List the certificates of a CA that may not enroll again',
+      description:
+        'Deleting an identity puts each certificate a 3rd-party CA issued to it here; auto CA ' +
+        'enrollment refuses it (401) whatever encoding its signature has. Entries outlive the identity.',
+      tag: 'CAs',
+      list: true,
+      response: { status: 200, description: 'A page.', schema: listEnvelope(ref('BlockedCertificate')) },
+    },
+    {
+      ...admin,
+      method: 'delete',
+      path: '/cas/:id/blocked-certificates/:entryId',
+      operationId: 'unblockCertificate',
+      summary: 'Lift a block: the certificate may enroll again, as a new identity',
+      tag: 'CAs',
+      parsesBody: true,
+      response: emptyResponse('Lifted.'),
+    },
+  ];
 }
 
 /** The OIDC signing keys: the management API is only ever served together with the OIDC layer. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { caViewSchema } from '../schemas/ca-views.js';
+import { blockedCertificateViewSchema, caViewSchema } from '../schemas/ca-views.js';
 import {
   authenticatorViewSchema,
   enrolledCertificateSchema,
@@ -39,6 +39,7 @@ const views: Record<string, z.ZodType> = {
   ExternalJwtSigner: signerViewSchema,
   PublicExternalJwtSigner: publicSignerViewSchema,
   Ca: caViewSchema,
+  BlockedCertificate: blockedCertificateViewSchema,
   SigningKey: keyViewSchema,
   AuthQuery: authQuerySchema,
   ApiSession: apiSessionSchema,

@@ -11,6 +11,8 @@ export interface Authenticator {
   username: string | null;
   passwordHash: string | null;
   certFingerprint: string | null;
+  /** SHA-256 of the tbsCertificate: names the certificate whatever encoding its signature has. */
+  certTbsSha256: string | null;
   certPem: string | null;
   caId: string | null;
   isExtendable: boolean;
@@ -25,6 +27,7 @@ interface AuthenticatorRow {
   username: string | null;
   password_hash: string | null;
   cert_fingerprint: string | null;
+  cert_tbs_sha256: string | null;
   cert_pem: string | null;
   ca_id: string | null;
   is_extendable: boolean;
@@ -40,6 +43,7 @@ const AUTHENTICATOR_COLUMNS = [
   'username',
   'password_hash',
   'cert_fingerprint',
+  'cert_tbs_sha256',
   'cert_pem',
   'ca_id',
   'is_extendable',
@@ -54,6 +58,7 @@ export const toAuthenticator = (r: AuthenticatorRow): Authenticator => ({
   username: r.username,
   passwordHash: r.password_hash,
   certFingerprint: r.cert_fingerprint,
+  certTbsSha256: r.cert_tbs_sha256,
   certPem: r.cert_pem,
   caId: r.ca_id,
   isExtendable: r.is_extendable,
@@ -63,7 +68,10 @@ export const toAuthenticator = (r: AuthenticatorRow): Authenticator => ({
 
 export type NewAuthenticator = Pick<Authenticator, 'id' | 'identityId' | 'method'> &
   Partial<
-    Pick<Authenticator, 'username' | 'passwordHash' | 'certFingerprint' | 'certPem' | 'caId' | 'isExtendable'>
+    Pick<
+      Authenticator,
+      'username' | 'passwordHash' | 'certFingerprint' | 'certTbsSha256' | 'certPem' | 'caId' | 'isExtendable'
+    >
   >;
 
 export const authenticatorsRepository = {
@@ -76,6 +84,7 @@ export const authenticatorsRepository = {
         username: a.username ?? null,
         password_hash: a.passwordHash ?? null,
         cert_fingerprint: a.certFingerprint ?? null,
+        cert_tbs_sha256: a.certTbsSha256 ?? null,
         cert_pem: a.certPem ?? null,
         ca_id: a.caId ?? null,
         is_extendable: a.isExtendable ?? false,
@@ -103,6 +112,39 @@ export const authenticatorsRepository = {
       .first(AUTHENTICATOR_COLUMNS)
       .options(PREPARED);
     return row && toAuthenticator(row);
+  },
+
+  /**
+   * The cert authenticator of this certificate: its exact DER (the fingerprint), else another
+   * encoding of the same signed content (the tbsCertificate hash), e.g. a re-encoded signature.
+   */
+  async findByCertificate(
+    db: Db,
+    cert: { fingerprint: string; tbsSha256: string },
+  ): Promise<Authenticator | undefined> {
+    return (
+      (await this.findByFingerprint(db, cert.fingerprint)) ??
+      (await db('authenticators')
+        .where({ method: 'cert', cert_tbs_sha256: cert.tbsSha256 })
+        .first(AUTHENTICATOR_COLUMNS)
+        .options(PREPARED)
+        .then((row: AuthenticatorRow | undefined) => row && toAuthenticator(row)))
+    );
+  },
+
+  /** Cert authenticators in id order after `afterId`, for one pass over all of them. */
+  async certificatesAfter(
+    db: Db,
+    afterId: string,
+    limit: number,
+  ): Promise<Pick<Authenticator, 'id' | 'certPem' | 'caId'>[]> {
+    const rows: Pick<AuthenticatorRow, 'id' | 'cert_pem' | 'ca_id'>[] = await db('authenticators')
+      .where({ method: 'cert' })
+      .andWhere('id', '>', afterId)
+      .orderBy('id')
+      .limit(limit)
+      .select('id', 'cert_pem', 'ca_id');
+    return rows.map((r) => ({ id: r.id, certPem: r.cert_pem, caId: r.ca_id }));
   },
 
   async listForIdentity(db: Db, identityId: string): Promise<Authenticator[]> {

@@ -4,7 +4,13 @@ import { AppError, validationError } from '../errors/app-error.js';
 import { sendCreated, sendData, sendEmpty, sendList } from '../errors/envelope.js';
 import { authenticate } from '../middleware/authenticate.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
-import { caCreateSchema, caReplaceSchema, caUpdateSchema, parseCaList } from '../schemas/ca-schemas.js';
+import {
+  caCreateSchema,
+  caReplaceSchema,
+  caUpdateSchema,
+  parseBlockedCertificateList,
+  parseCaList,
+} from '../schemas/ca-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
@@ -59,5 +65,15 @@ export function caRoutes(router: Router, deps: RouteDeps): void {
 
   router.post('/cas/:id/verify', admin, parseBody(PEM_TYPES), async (ctx: Context) => {
     sendData(ctx, await cas.verify(pathId(ctx), pemBody(ctx)));
+  });
+
+  router.get('/cas/:id/blocked-certificates', admin, async (ctx: Context) => {
+    const page = await cas.listBlocked(pathId(ctx), parseBlockedCertificateList(ctx.query));
+    sendList(ctx, page.items, page.pagination);
+  });
+
+  router.delete('/cas/:id/blocked-certificates/:entryId', admin, parseBody(), async (ctx: Context) => {
+    await cas.unblock(pathId(ctx), pathId(ctx, 'entryId'));
+    sendEmpty(ctx);
   });
 }

@@ -46,3 +46,17 @@ export const caListFields = {
 } satisfies ListFields;
 
 export const parseCaList = listQueryParser(caListFields, 'name');
+
+/** Blocked certificates of one CA: API field → column. */
+export const blockedCertificateListFields = {
+  id: { column: 'id', type: 'string' },
+  tbsSha256: { column: 'tbs_sha256', type: 'string' },
+  fingerprint: { column: 'fingerprint', type: 'string' },
+  subject: { column: 'subject', type: 'string' },
+  commonName: { column: 'common_name', type: 'string' },
+  identityId: { column: 'identity_id', type: 'string' },
+  identityName: { column: 'identity_name', type: 'string' },
+  createdAt: { column: 'created_at', type: 'datetime' },
+} satisfies ListFields;
+
+export const parseBlockedCertificateList = listQueryParser(blockedCertificateListFields, 'createdAt asc');

@@ -6,12 +6,14 @@ import { checkName } from '../schemas/name-rules.js';
 import {
   CertificateError,
   parseCertificate,
+  permitsClientAuth,
   verifyChain,
   type ParsedCertificate,
 } from '../crypto/certificates.js';
 import { toPem } from '../crypto/pki-keys.js';
 import { newId } from '../crypto/random.js';
 import { authenticatorsRepository } from '../repositories/authenticators-repository.js';
+import { blockedCertificatesRepository } from '../repositories/blocked-certificates-repository.js';
 import { casRepository, type Ca } from '../repositories/cas-repository.js';
 import { identitiesRepository, roleAttributesRepository } from '../repositories/identities-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
@@ -37,7 +39,10 @@ const certificateInUse = () =>
     cause: { field: 'fingerprint', reason: 'the certificate is already in use' },
   });
 
-/** An end-entity certificate inside its validity period (verifyChain leaves dates to callers). */
+/**
+ * An end-entity certificate for client authentication inside its validity period (verifyChain
+ * leaves the leaf's dates and key purpose to callers).
+ */
 function usableLeaf(der: Buffer, at: Date): ParsedCertificate {
   let cert;
   try {
@@ -48,6 +53,7 @@ function usableLeaf(der: Buffer, at: Date): ParsedCertificate {
   }
   if (cert.isCa) throw refused('a CA certificate is not a client certificate');
   if (cert.notBefore > at || cert.notAfter <= at) throw refused('certificate expired or not yet valid');
+  if (!permitsClientAuth(der)) throw refused('the certificate is not for client authentication');
   return cert;
 }
 
@@ -64,11 +70,11 @@ export function createCaAutoEnrollment({
   now = () => new Date(),
 }: CaAutoEnrollmentDeps) {
   /** The first verified, auto-enrolling CA the chain reaches; a malformed intermediate reaches none. */
-  async function issuingCa(leaf: Buffer, intermediates: Buffer[]): Promise<Ca | undefined> {
+  async function issuingCa(leaf: Buffer, intermediates: Buffer[], at: Date): Promise<Ca | undefined> {
     const pems = intermediates.map((der) => toPem('CERTIFICATE', der));
     try {
       for (const ca of await casRepository.listAutoEnrollEnabled(knex)) {
-        if (await verifyChain(leaf, pems, [ca.certPem])) return ca;
+        if (await verifyChain(leaf, pems, [ca.certPem], at)) return ca;
       }
     } catch (err) {
       if (!(err instanceof CertificateError)) throw err;
@@ -79,11 +85,15 @@ export function createCaAutoEnrollment({
   return async function enrollWithCa(peerChain: Buffer[], requestedName?: string): Promise<string> {
     const [leaf, ...intermediates] = peerChain;
     if (!leaf) throw refused('no client certificate');
-    const cert = usableLeaf(leaf, now());
-    const ca = await issuingCa(leaf, intermediates);
+    const at = now();
+    const cert = usableLeaf(leaf, at);
+    const ca = await issuingCa(leaf, intermediates, at);
     if (!ca) throw refused('certificate not issued by a verified CA with auto CA enrollment');
-    // Checked here for a clear answer; the unique constraint settles a race the same way.
-    if (await authenticatorsRepository.findByFingerprint(knex, cert.fingerprint)) throw certificateInUse();
+    // By the signed content, not the DER: a re-encoded signature is the same certificate.
+    if (await blockedCertificatesRepository.isBlocked(knex, cert.tbsSha256))
+      throw refused('the certificate is blocked: its identity was deleted');
+    // Checked here for a clear answer; the unique constraints settle a race the same way.
+    if (await authenticatorsRepository.findByCertificate(knex, cert)) throw certificateInUse();
 
     const identityId = newId();
     const commonName = cert.subjectCn ?? '';
@@ -119,6 +129,7 @@ export function createCaAutoEnrollment({
           identityId,
           method: 'cert',
           certFingerprint: cert.fingerprint,
+          certTbsSha256: cert.tbsSha256,
           certPem: toPem('CERTIFICATE', leaf),
           caId: ca.id,
         });

@@ -17,6 +17,7 @@ import { checkName } from '../schemas/name-rules.js';
 import { enrollmentsRepository } from '../repositories/enrollments-repository.js';
 import { DEFAULT_IDENTITY_NAME_FORMAT } from './identity-name-format.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { createCertificateBlocks } from './certificate-blocks.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 
 export interface CaServiceDeps {
@@ -64,6 +65,9 @@ const changesOf = (input: CaUpdateInput): CaChanges =>
 /** 3rd-party CAs: registered, then proven by a certificate naming the token. */
 export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => new Date() }: CaServiceDeps) {
   return {
+    /** `/cas/{id}/blocked-certificates`: what auto CA enrollment refuses, and lifting that. */
+    ...createCertificateBlocks({ knex, audit }),
+
     async list(q: ListQuery) {
       return mapPage(await casRepository.list(knex, q), (items) => items.map(caView));
     },
@@ -147,7 +151,11 @@ export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => n
       });
     },
 
-    /** `POST /cas/{id}/verify`: a certificate signed by the CA whose subject CN is the token. */
+    /**
+     * `POST /cas/{id}/verify`: a certificate signed by the CA whose subject CN is the token. It
+     * proves possession of the CA's key and is no client certificate: its extendedKeyUsage may
+     * name any purpose.
+     */
     async verify(id: string, body: string) {
       const ca = await casRepository.findById(knex, id);
       if (!ca) throw notFound();

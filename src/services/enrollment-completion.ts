@@ -1,7 +1,14 @@
 import type { Knex } from 'knex';
 import { inTransaction } from '../db/transaction.js';
 import { AppError, validationError } from '../errors/app-error.js';
-import { certFingerprint, parseCertificate, verifyChain, CertificateError } from '../crypto/certificates.js';
+import {
+  certFingerprint,
+  certTbsSha256,
+  parseCertificate,
+  permitsClientAuth,
+  verifyChain,
+  CertificateError,
+} from '../crypto/certificates.js';
 import { hashPassword } from '../crypto/passwords.js';
 import { CsrError, signClientCsr } from '../crypto/pki.js';
 import { toPem } from '../crypto/pki-keys.js';
@@ -134,6 +141,7 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
       }
       await consumeInto(enrollment, {
         certFingerprint: certFingerprint(leafPem),
+        certTbsSha256: certTbsSha256(leafPem),
         certPem: leafPem,
         // Our own PKI issued it, so it can be extended later (the `z_ice` claim).
         isExtendable: true,
@@ -149,15 +157,18 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
         throw new AppError('ENROLLMENT_CA_NOT_VALID');
       const [leaf, ...intermediates] = peerChain;
       if (!leaf) throw certificateFailed('a client certificate issued by the enrollment CA is required');
-      assertUsableLeaf(leaf, now());
+      const at = now();
+      assertUsableLeaf(leaf, at);
       const chained = await verifyChain(
         leaf,
         intermediates.map((der) => toPem('CERTIFICATE', der)),
         [ca.certPem],
+        at,
       ).catch(() => false);
       if (!chained) throw certificateFailed('the client certificate was not issued by the enrollment CA');
       await consumeInto(enrollment, {
         certFingerprint: certFingerprint(leaf),
+        certTbsSha256: certTbsSha256(leaf),
         certPem: toPem('CERTIFICATE', leaf),
         caId: ca.id,
       });
@@ -165,7 +176,10 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
   };
 }
 
-/** An end-entity certificate inside its validity period (verifyChain leaves dates to callers). */
+/**
+ * An end-entity certificate for client authentication inside its validity period (verifyChain
+ * leaves the leaf's dates and key purpose to callers).
+ */
 function assertUsableLeaf(der: Buffer, at: Date): void {
   let parsed;
   try {
@@ -177,6 +191,9 @@ function assertUsableLeaf(der: Buffer, at: Date): void {
   if (parsed.isCa) throw certificateFailed('a CA certificate cannot be a client certificate');
   if (parsed.notBefore > at || parsed.notAfter <= at) {
     throw certificateFailed('the client certificate is expired or not yet valid');
+  }
+  if (!permitsClientAuth(der)) {
+    throw certificateFailed('the certificate is not for client authentication (extendedKeyUsage)');
   }
 }
 

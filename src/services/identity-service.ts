@@ -20,6 +20,7 @@ import type {
   IdentityReplaceInput,
 } from '../schemas/identity-schemas.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { blockCertificatesOf } from './certificate-blocks.js';
 import type { EnrollmentService } from './enrollment-service.js';
 import type { IdentityContextCache } from './identity-context.js';
 import type { IdentityView } from './identity-view.js';
@@ -168,11 +169,13 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     /**
      * API sessions, role attributes, authenticators, enrollments and TOTP configuration
      * go with the row (ON DELETE CASCADE, migrations 001/002); policies, signers and CAs stay.
+     * Certificates of 3rd-party CAs are blocked from auto CA enrollment first.
      */
     async delete(id: string): Promise<void> {
       await inTransaction(knex, async (trx, afterCommit) => {
         const identity = await lockIdentity(trx, id);
         if (identity.isDefaultAdmin) throw new AppError('CANNOT_DELETE_DEFAULT_ADMIN');
+        await blockCertificatesOf(trx, afterCommit, identity, audit);
         await identitiesRepository.delete(trx, id);
         await revocations.recordIdentityDeleted(trx, id, { afterCommit });
         audit.recordAfterCommit(afterCommit, { event: 'identity.deleted', identityId: id });

@@ -37,7 +37,7 @@ describe('svc enroll', () => {
       expect(mode(join(out, 'cli-ott-1.key.pem'))).toBe(0o600);
       expect(mode(join(out, 'cli-ott-1.cert.pem'))).toBe(0o600);
       expect(readFileSync(join(out, 'ca.pem'), 'utf8')).toBe(server.ca);
-      expect(await verifyChain(certPem, [certPem], [server.ca])).toBe(true);
+      expect(await verifyChain(certPem, [certPem], [server.ca], new Date())).toBe(true);
       const detail = await detailByName('cli-ott-1');
       expect(detail.enrollment).toEqual({});
       expect(detail.authenticators.cert.fingerprint).toBe(

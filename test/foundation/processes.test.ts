@@ -151,8 +151,9 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '009_identity_list_indexes',
         '010_rate_limits',
         '011_instance_locks',
+        '012_certificate_identity',
         '013_signer_token_lifetime',
-        '016_mfa_enrollment_owner',
+        '014_mfa_enrollment_owner',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

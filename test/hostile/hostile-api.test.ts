@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
-import { generateRootCa } from '../../src/crypto/pki.js';
+import { generateRootCa, issueClientCert } from '../../src/crypto/pki.js';
+import { leafUnderExpiredIntermediate, serverAuthOnlyLeaf } from '../helpers/hostile-certificates.js';
+import type { HttpsClient } from '../helpers/https-client.js';
 import { followToCallback, passwordLogin, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { usingPostgres } from '../helpers/test-database.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
@@ -56,6 +58,7 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
   let server: TestServer;
   let ops: Operation[];
   let targets: Targets;
+  let certificateClients: HttpsClient[];
 
   beforeAll(async () => {
     server = await startTestServer();
@@ -88,6 +91,27 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
       ...admin,
       body: { name: 'hostile-ca', certPem: ca.certPem },
     });
+    // A verified CA with auto enrollment, and chains of it that must never make an identity.
+    const auto = await generateRootCa({ commonName: 'Hostile auto CA' });
+    const autoId = (
+      await server.client.post('/edge/management/v1/cas', {
+        ...admin,
+        body: { name: 'hostile-auto-ca', certPem: auto.certPem, isAutoCaEnrollmentEnabled: true },
+      })
+    ).body.data.id as string;
+    const { verificationToken } = (await server.client.get(`/edge/management/v1/cas/${autoId}`, admin)).body
+      .data;
+    const proof = await issueClientCert(auto, { commonName: verificationToken });
+    await server.client.post(`/edge/management/v1/cas/${autoId}/verify`, {
+      headers: { ...admin.headers, 'content-type': 'text/plain' },
+      body: proof.certPem,
+    });
+    const retired = await leafUnderExpiredIntermediate(auto, 'hostile-retired');
+    const web = await serverAuthOnlyLeaf(auto, 'hostile-web');
+    certificateClients = [
+      server.newClient({ cert: retired.chainPem, key: retired.leaf.keyPem }),
+      server.newClient({ cert: web.certPem, key: web.keyPem }),
+    ];
     const ids: Record<string, string[]> = {};
     for (const collection of [
       'identities',
@@ -123,6 +147,8 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
       authRequestIds,
       grantTokens,
       hosts: [`127.0.0.1:${port}`, `localhost:${port}`],
+      certificatePems: [retired.chainPem, retired.intermediatePem, web.certPem],
+      clientCertificates: certificateClients.length,
       credentials: {
         'admin-session': { 'svc-session': session },
         'admin-bearer': { authorization: `Bearer ${tokens.access_token}` },
@@ -139,16 +165,25 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
     let fiveHundreds = 0;
     let slowest: Exchange | undefined;
 
-    await sendAll(server.client, requests, IN_FLIGHT, (exchange) => {
-      const status = exchange.response?.status ?? 0;
-      if (status >= 500) fiveHundreds++;
-      if (!slowest || exchange.ms > slowest.ms) slowest = exchange;
-      const problems = exchange.response
-        ? responseProblems(byKey.get(exchange.request.operation)!, exchange.request, exchange.response)
-        : [`no response: ${exchange.failure}`];
-      if (exchange.ms > SLOW_MS) problems.push(`took more than ${SLOW_MS} ms`);
-      for (const problem of problems) failures.push({ problem, exchange });
-    });
+    await sendAll(
+      server.client,
+      requests,
+      IN_FLIGHT,
+      (exchange) => {
+        const status = exchange.response?.status ?? 0;
+        if (status >= 500) fiveHundreds++;
+        if (!slowest || exchange.ms > slowest.ms) slowest = exchange;
+        const problems = exchange.response
+          ? responseProblems(byKey.get(exchange.request.operation)!, exchange.request, exchange.response)
+          : [`no response: ${exchange.failure}`];
+        if (exchange.ms > SLOW_MS) problems.push(`took more than ${SLOW_MS} ms`);
+        for (const problem of problems) failures.push({ problem, exchange });
+      },
+      (request) =>
+        request.clientCertificate === undefined
+          ? server.client
+          : certificateClients[request.clientCertificate]!,
+    );
 
     console.log(
       `hostile: ${requests.length} requests, ${fiveHundreds} 5xx, ${failures.length} problems, seed ${SEED}` +

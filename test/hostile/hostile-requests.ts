@@ -19,6 +19,8 @@ export interface HostileRequest {
   body?: string;
   /** Over the 1 MiB limit on purpose: an authorised caller must get 413. */
   oversize?: boolean;
+  /** Index into Targets.clientCertificates: the TLS client certificate chain presented. */
+  clientCertificate?: number;
 }
 
 /** What the suite knows of the server: real ids to aim at, and the credentials of each caller. */
@@ -31,6 +33,14 @@ export interface Targets {
   /** The Host values of the listener's issuers: any of them may be sent. */
   hosts: string[];
   credentials: Record<'admin-session' | 'admin-bearer', Record<string, string>>;
+  /**
+   * Certificates no request may turn into anything (docs/operations.md "Client certificates"):
+   * PEM texts for certificate members and bodies, and how many TLS client chains the suite holds
+   * (a leaf under an expired intermediate, a serverAuth-only leaf, both of a verified CA with
+   * auto CA enrollment on).
+   */
+  certificatePems: string[];
+  clientCertificates: number;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -73,7 +83,7 @@ function pathId(real: string[], realWeight: number): fc.Arbitrary<{ id: string; 
 /** Plausible values for parameters the server reads by name, mixed with hostile ones. */
 function valueFor(name: string, targets: Targets): fc.Arbitrary<string> {
   const plausible: Record<string, string[]> = {
-    method: ['password', 'cert', 'ext-jwt', 'updb', 'ott', 'ottca', 'PASSWORD'],
+    method: ['password', 'cert', 'ext-jwt', 'updb', 'ott', 'ottca', 'ca', 'PASSWORD'],
     limit: ['0', '-1', '501', '1e3', '10', 'abc', '9999999999999999'],
     offset: ['-5', '0', '1.5', '99999999999', 'x'],
     sort: ['name desc', 'name', 'nope asc', 'name sideways', '; drop', 'createdAt desc'],
@@ -264,13 +274,18 @@ function typedValue(schema: any): unknown {
  * A body of the right shape whose PEM member is never a certificate: BEGIN markers and armour
  * without a body, up to most of the body limit (a parser that backtracks shows here).
  */
-function pemBody(op: Operation): fc.Arbitrary<string> | undefined {
+function pemBody(op: Operation, targets: Targets): fc.Arbitrary<string> | undefined {
   const props = Object.entries<any>(op.bodySchema?.properties ?? {});
   const pemName = props.find(([n]) => /pem$/i.test(n))?.[0];
   if (!pemName) return undefined;
   const base = Object.fromEntries(props.filter(([n]) => n !== pemName).map(([n, s]) => [n, typedValue(s)]));
-  return fc.oneof(garbagePem, badCredentialString).map((pem) => JSON.stringify({ ...base, [pemName]: pem }));
+  return fc
+    .oneof(garbagePem, badCredentialString, hostileCertificate(targets))
+    .map((pem) => JSON.stringify({ ...base, [pemName]: pem }));
 }
+
+/** Real certificates that are no CA and no client certificate (see Targets.certificatePems). */
+const hostileCertificate = (targets: Targets) => fc.constantFrom(...targets.certificatePems);
 
 /** Text no JSON parser turns into an object (a BOM may be skipped, so it counts as one). */
 function isNotAnObject(text: string): boolean {
@@ -305,13 +320,14 @@ function neverValidBody(op: Operation, targets: Targets): fc.Arbitrary<Body> {
       body: hostileString,
     }),
   ];
-  const pem = pemBody(op);
+  const pem = pemBody(op, targets);
   if (pem) options.push(fc.record({ contentType: JSON_TYPE, body: pem }));
-  // A raw PEM body (CA verification): never a certificate, up to most of the body limit.
+  // A raw PEM body (CA verification): never a certificate, up to most of the body limit, or a
+  // real one that proves nothing (its CN is no verification token).
   if (op.media?.includes('text/plain')) {
     const raw = fc.record({
       contentType: fc.constantFrom('text/plain', 'application/x-pem-file'),
-      body: garbagePem,
+      body: fc.oneof(garbagePem, hostileCertificate(targets)),
     });
     options.push(raw, raw, raw);
   }
@@ -374,7 +390,7 @@ function anyBody(op: Operation, targets: Targets): fc.Arbitrary<Body> {
     {
       arbitrary: fc.record({
         contentType: pemMedia ? fc.constantFrom('text/plain', 'application/x-pem-file') : OTHER_TYPES,
-        body: fc.oneof(hostileString, badCredentialString),
+        body: fc.oneof(hostileString, badCredentialString, hostileCertificate(targets)),
       }),
       weight: 2,
     },
@@ -518,7 +534,48 @@ export function requestFor(op: Operation, caller: Caller, targets: Targets): fc.
         headers: contentType !== undefined ? { ...headers, 'content-type': contentType } : headers,
         ...(body !== undefined ? { body } : {}),
       }));
-    });
+    })
+    .chain((request) =>
+      clientCertificateFor(op, targets).map((index) =>
+        index === undefined ? request : { ...request, clientCertificate: index },
+      ),
+    );
+}
+
+/** Where a client certificate authenticates or enrolls, often one of the hostile chains. */
+function clientCertificateFor(op: Operation, targets: Targets): fc.Arbitrary<number | undefined> {
+  if (targets.clientCertificates === 0 || !CERTIFICATE_QUERY[op.key]) return fc.constant(undefined);
+  return fc.option(fc.nat(targets.clientCertificates - 1), { nil: undefined, freq: 2 });
+}
+
+/** The operations a TLS client certificate is the credential of, with the query that says so. */
+const CERTIFICATE_QUERY: Record<string, string> = {
+  'POST /edge/client/v1/enroll/ca': '',
+  'POST /edge/client/v1/enroll': '?method=ca',
+  'POST /edge/client/v1/authenticate': '?method=cert',
+};
+
+/**
+ * A well-formed request whose only credential is a hostile certificate chain, so that the
+ * certificate checks are what answers (a hostile query or body is refused before them).
+ */
+function certificateRequest(ops: Operation[], targets: Targets): fc.Arbitrary<HostileRequest> {
+  const certOps = ops.filter((op) => CERTIFICATE_QUERY[op.key] !== undefined);
+  return fc
+    .tuple(
+      fc.constantFrom(...certOps),
+      fc.nat(targets.clientCertificates - 1),
+      fc.constantFrom(undefined, '{}', '{"name":"hostile-device"}'),
+    )
+    .map(([op, clientCertificate, body]): HostileRequest => ({
+      operation: op.key,
+      caller: 'anonymous' as const,
+      method: op.method,
+      path: op.path + CERTIFICATE_QUERY[op.key],
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body }),
+      clientCertificate,
+    }));
 }
 
 /** A batch of requests over every operation and caller that makes sense for it. */
@@ -529,5 +586,7 @@ export function hostileRequest(ops: Operation[], targets: Targets): fc.Arbitrary
       .filter((c) => !(op.skipWithValidCredentials && c.startsWith('admin')))
       .map((c) => [op, c] as const),
   );
-  return fc.constantFrom(...pairs).chain(([op, caller]) => requestFor(op, caller, targets));
+  const any = fc.constantFrom(...pairs).chain(([op, caller]) => requestFor(op, caller, targets));
+  if (targets.clientCertificates === 0) return any;
+  return fc.oneof({ arbitrary: any, weight: 19 }, { arbitrary: certificateRequest(ops, targets), weight: 1 });
 }

@@ -15,6 +15,8 @@ export async function sendAll(
   requests: HostileRequest[],
   inFlight: number,
   onExchange: (e: Exchange) => void,
+  /** The client of a request that presents a TLS client certificate. */
+  clientFor: (request: HostileRequest) => HttpsClient = () => client,
 ): Promise<void> {
   let next = 0;
   const worker = async () => {
@@ -22,7 +24,7 @@ export async function sendAll(
       const request = requests[next++]!;
       const t0 = performance.now();
       try {
-        const response = await client.request(request.method, request.path, {
+        const response = await clientFor(request).request(request.method, request.path, {
           headers: request.headers,
           body: request.body,
         });
@@ -41,7 +43,7 @@ const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}… (${s.
 export function describeExchange(e: Exchange): string {
   const r = e.request;
   const lines = [
-    `${r.method} ${cut(r.path, 200)}  [${r.caller}]`,
+    `${r.method} ${cut(r.path, 200)}  [${r.caller}${r.clientCertificate !== undefined ? `, client certificate ${r.clientCertificate}` : ''}]`,
     `  request headers: ${cut(JSON.stringify(r.headers), 300)}`,
     ...(r.body !== undefined ? [`  request body: ${cut(JSON.stringify(r.body), 300)}`] : []),
   ];

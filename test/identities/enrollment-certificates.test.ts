@@ -51,7 +51,7 @@ describe('completing certificate enrollments (OTT and OTTCA)', () => {
     expect(res.status).toBe(200);
     const [leaf, ...rest] = splitPemBundle(res.body.data.cert);
     expect(rest.length).toBeGreaterThanOrEqual(1);
-    expect(await verifyChain(leaf!, rest, splitPemBundle(server.ca))).toBe(true);
+    expect(await verifyChain(leaf!, rest, splitPemBundle(server.ca), new Date())).toBe(true);
     expect(parseCertificate(leaf!).uriSans).toEqual([`spiffe://svc/identity/${pending.identityId}`]);
     expect(new X509Certificate(leaf!).checkPrivateKey(createPrivateKey(keyPem))).toBe(true);
     const detail = await identityDetail(api, pending.identityId);

@@ -291,6 +291,25 @@ describe('real responses of every documented operation validate against the gene
     }
     await call('client', 'POST', '/enroll', { url: '/enroll?method=ott', status: 400 });
 
+    // Deleting an auto-enrolled identity blocks its certificate; the block is listed and lifted.
+    const gone = await issueClientCert(ca, { commonName: 'oa-blocked' });
+    await call('client', 'POST', '/enroll', { url: '/enroll?method=ca', client: mtls(gone), status: 200 });
+    const [goneIdentity] = (
+      await m('GET', '/identities', {
+        url: `/identities?filter=${encodeURIComponent('name contains "oa-blocked"')}`,
+        status: 200,
+      })
+    ).body.data;
+    await m('DELETE', '/identities/{id}', { url: `/identities/${goneIdentity.id}`, status: 200 });
+    const blocked = `/cas/${caId}/blocked-certificates`;
+    const [entry] = (await m('GET', '/cas/{id}/blocked-certificates', { url: blocked, status: 200 })).body
+      .data;
+    await m('GET', '/cas/{id}/blocked-certificates', { url: `${blocked}?filter=nope`, status: 400 });
+    const lift = (status: number) =>
+      m('DELETE', '/cas/{id}/blocked-certificates/{entryId}', { url: `${blocked}/${entry.id}`, status });
+    await lift(200);
+    await lift(404);
+
     const other = await generateRootCa({ commonName: 'oa other ca' });
     const otherId = (
       await m('POST', '/cas', { body: { name: 'oa-other', certPem: other.certPem }, status: 201 })

@@ -4,6 +4,7 @@ import { AppError } from '../../errors/app-error.js';
 import {
   CertificateError,
   parseCertificate,
+  permitsClientAuth,
   splitPemBundle,
   verifyChain,
 } from '../../crypto/certificates.js';
@@ -27,23 +28,26 @@ const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail })
 
 /**
  * Client-certificate authentication. The leaf must chain to our signing CA
- * or to a verified, auth-enabled 3rd-party CA, and be enrolled (a `cert` authenticator with its
- * fingerprint). A certificate of an auto-enrolling CA logs in only after `POST /enroll?method=ca`
- * bound it to an identity, as in OpenZiti. Every refusal is the same 401 INVALID_AUTH.
+ * or to a verified, auth-enabled 3rd-party CA, every certificate above it valid now, and be
+ * enrolled (a `cert` authenticator with its fingerprint, or with its tbsCertificate hash: a copy
+ * whose signature was re-encoded is signed by the same CA over the same content and key, so it is
+ * the same certificate of the same identity). A certificate of an auto-enrolling CA logs in only
+ * after `POST /enroll?method=ca` bound it to an identity, as in OpenZiti. Every refusal is the
+ * same 401 INVALID_AUTH.
  */
 export function createCertMethod({ knex, pki, now = () => new Date() }: CertMethodDeps) {
   const ourCas = splitPemBundle(pki.signingCa.certPem);
 
   /** Whether the chain is trusted for this authenticator, and whether by our own PKI. */
-  async function trust(leaf: Buffer, intermediates: string[], authenticator: Authenticator) {
-    if (authenticator.caId === null && (await verifyChain(leaf, intermediates, ourCas)))
+  async function trust(leaf: Buffer, intermediates: string[], authenticator: Authenticator, at: Date) {
+    if (authenticator.caId === null && (await verifyChain(leaf, intermediates, ourCas, at)))
       return { ours: true };
     // Only verified, auth-enabled CAs authenticate anyone: an unproven CA could be anyone's.
     const cas = (await casRepository.listAuthEnabled(knex)).filter(
       (ca) => authenticator.caId === null || ca.id === authenticator.caId,
     );
     for (const ca of cas) {
-      if (await verifyChain(leaf, intermediates, [ca.certPem])) return { ours: false };
+      if (await verifyChain(leaf, intermediates, [ca.certPem], at)) return { ours: false };
     }
     return undefined;
   }
@@ -58,13 +62,16 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
       if (err instanceof CertificateError) throw invalidAuth('unparseable client certificate');
       throw err;
     }
-    const authenticator = await authenticatorsRepository.findByFingerprint(knex, cert.fingerprint);
+    const authenticator = await authenticatorsRepository.findByCertificate(knex, cert);
     if (!authenticator) throw invalidAuth('certificate not enrolled');
+    if (!permitsClientAuth(leaf)) throw invalidAuth('certificate not for client authentication');
+    const at = now();
     // A peer-supplied intermediate that cannot be parsed makes the chain untrusted, not a 500.
     const trusted = await trust(
       leaf,
       rest.map((der) => toPem('CERTIFICATE', der)),
       authenticator,
+      at,
     ).catch((err: unknown) => {
       if (err instanceof CertificateError) return undefined;
       throw err;
@@ -75,7 +82,6 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
     if (!found) throw invalidAuth('identity vanished');
     const { identity, policy } = found;
     if (!policy.primary.cert.allowed) throw invalidAuth('policy does not allow cert');
-    const at = now();
     if (cert.notBefore > at) throw invalidAuth('certificate not yet valid');
     if (cert.notAfter < at && !policy.primary.cert.allowExpiredCerts)
       throw invalidAuth('certificate expired');

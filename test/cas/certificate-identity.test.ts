@@ -1,0 +1,168 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { X509Certificate } from 'node:crypto';
+import { pino } from 'pino';
+import { certFingerprint, certTbsSha256 } from '../../src/crypto/certificates.js';
+import { issueClientCert, type KeyedCert } from '../../src/crypto/pki.js';
+import { malleatedCopy } from '../helpers/hostile-certificates.js';
+import { usingPostgres } from '../helpers/test-database.js';
+import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import {
+  CLIENT,
+  identityDetail,
+  managementApi,
+  registerCaByApi,
+  type ManagementApi,
+} from '../identities/identity-fixtures.js';
+
+type Line = Record<string, any>;
+
+/**
+ * A certificate of an auto-enrolling CA is one device, whatever encoding its ECDSA signature has,
+ * and an admin can shut it out for good by deleting its identity (docs/operations.md "Stopping a
+ * device").
+ */
+describe(`a certificate is one identity, and a deleted one stays out (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, () => {
+  const raw: string[] = [];
+  const auditEvents = (name: string): Line[] =>
+    raw
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Line)
+      .filter((l) => l.audit === true && l.event === name);
+  let server: TestServer;
+  let api: ManagementApi;
+
+  beforeAll(async () => {
+    const logger = pino({ level: 'info' }, { write: (chunk: string) => void raw.push(chunk) });
+    server = await startTestServer({ logger });
+    api = managementApi(server, await server.adminToken());
+  });
+  afterAll(() => server.close());
+
+  /** The device presents `certPem` with its own key, as a TLS client would. */
+  const asDevice = (device: KeyedCert, certPem = device.certPem) =>
+    server.newClient({ cert: certPem, key: device.keyPem });
+  const enroll = (device: KeyedCert, certPem?: string) =>
+    asDevice(device, certPem).post(`${CLIENT}/enroll?method=ca`);
+  const certLogin = (device: KeyedCert, certPem?: string) =>
+    asDevice(device, certPem).post(`${CLIENT}/authenticate?method=cert`);
+  const identityCount = async () => Number((await server.app.knex('identities').count({ n: '*' }))[0]!.n);
+  const identityOf = async (certPem: string) =>
+    (
+      await server.app
+        .knex('authenticators')
+        .where({ cert_fingerprint: certFingerprint(certPem) })
+        .first()
+    )?.identity_id as string | undefined;
+
+  test('a copy with the signature re-encoded as (r, n − s) verifies, yet is the same identity, not a new one', async () => {
+    const { ca } = await registerCaByApi(api, 'malleable', { isAutoCaEnrollmentEnabled: true });
+    const device = await issueClientCert(ca, { commonName: 'ecdev' });
+    const copy = malleatedCopy(device.certPem);
+    expect(new X509Certificate(copy).verify(new X509Certificate(ca.certPem).publicKey)).toBe(true);
+    expect(certFingerprint(copy)).not.toBe(certFingerprint(device.certPem));
+    expect((await enroll(device)).status).toBe(200);
+    const identityId = (await identityOf(device.certPem))!;
+    expect(
+      (await api.post(`/identities/${identityId}/disable`, { body: { durationMinutes: 0 } })).status,
+    ).toBe(200);
+    const before = await identityCount();
+
+    const enrolledCopy = await enroll(device, copy);
+    const disabledLogin = await certLogin(device, copy);
+
+    expect(enrolledCopy.status).toBe(409);
+    expect(enrolledCopy.body.error.code).toBe('CONFLICT');
+    expect(disabledLogin.status).toBe(401);
+    expect(await identityCount()).toBe(before);
+    expect((await api.post(`/identities/${identityId}/enable`)).status).toBe(200);
+    const login = await certLogin(device, copy);
+    expect(login.status).toBe(200);
+    expect(login.body.data.identityId).toBe(identityId);
+    expect(await identityCount()).toBe(before);
+  });
+
+  test('deleting the identity blocks its certificate and every copy: enrollment answers 401 as for an unknown CA', async () => {
+    const { id: caId, ca } = await registerCaByApi(api, 'blocking', { isAutoCaEnrollmentEnabled: true });
+    const device = await issueClientCert(ca, { commonName: 'gone-device' });
+    expect((await enroll(device)).status).toBe(200);
+    const identityId = (await identityOf(device.certPem))!;
+    const { name } = await identityDetail(api, identityId);
+    const before = await identityCount();
+
+    const deleted = await api.delete(`/identities/${identityId}`);
+    const again = await enroll(device);
+    const copy = await enroll(device, malleatedCopy(device.certPem));
+    const list = await api.get(`/cas/${caId}/blocked-certificates`);
+
+    expect(deleted.status).toBe(200);
+    for (const res of [again, copy]) {
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('INVALID_AUTH');
+    }
+    expect(await identityCount()).toBe(before - 1);
+    expect(list.status).toBe(200);
+    expect(list.body.meta.pagination).toMatchObject({ totalCount: 1 });
+    expect(list.body.data).toEqual([
+      {
+        id: expect.any(String),
+        caId,
+        tbsSha256: certTbsSha256(device.certPem),
+        fingerprint: certFingerprint(device.certPem),
+        subject: 'CN=gone-device',
+        commonName: 'gone-device',
+        identityId,
+        identityName: name,
+        createdAt: expect.any(String),
+      },
+    ]);
+    expect(auditEvents('certificate.blocked')).toContainEqual(
+      expect.objectContaining({
+        caId,
+        blockId: list.body.data[0].id,
+        identityId,
+        fingerprint: certFingerprint(device.certPem),
+      }),
+    );
+  });
+
+  test('lifting the block lets the certificate enroll again, as a new identity', async () => {
+    const { id: caId, ca } = await registerCaByApi(api, 'lifting', { isAutoCaEnrollmentEnabled: true });
+    const device = await issueClientCert(ca, { commonName: 'back-device' });
+    expect((await enroll(device)).status).toBe(200);
+    const firstId = (await identityOf(device.certPem))!;
+    expect((await api.delete(`/identities/${firstId}`)).status).toBe(200);
+    expect((await enroll(device)).status).toBe(401);
+    const [entry] = (await api.get(`/cas/${caId}/blocked-certificates`)).body.data;
+
+    const lifted = await api.delete(`/cas/${caId}/blocked-certificates/${entry.id}`);
+    const liftedAgain = await api.delete(`/cas/${caId}/blocked-certificates/${entry.id}`);
+    const enrolled = await enroll(device);
+
+    expect(lifted.status).toBe(200);
+    expect(liftedAgain.status).toBe(404);
+    expect(enrolled.status).toBe(200);
+    const secondId = await identityOf(device.certPem);
+    expect(secondId).toBeDefined();
+    expect(secondId).not.toBe(firstId);
+    expect((await certLogin(device)).status).toBe(200);
+    expect((await api.get(`/cas/${caId}/blocked-certificates`)).body.data).toEqual([]);
+    expect(auditEvents('certificate.unblocked')).toContainEqual(
+      expect.objectContaining({ caId, blockId: entry.id, tbsSha256: certTbsSha256(device.certPem) }),
+    );
+  });
+
+  test('the block list of an unknown CA, and an entry of another CA, are 404', async () => {
+    const { id: caId, ca } = await registerCaByApi(api, 'other-ca', { isAutoCaEnrollmentEnabled: true });
+    const { id: otherCaId } = await registerCaByApi(api, 'other-ca-2');
+    const device = await issueClientCert(ca, { commonName: 'listed' });
+    expect((await enroll(device)).status).toBe(200);
+    expect((await api.delete(`/identities/${(await identityOf(device.certPem))!}`)).status).toBe(200);
+    const [entry] = (await api.get(`/cas/${caId}/blocked-certificates`)).body.data;
+
+    expect((await api.get('/cas/no-such-ca/blocked-certificates')).status).toBe(404);
+    expect((await api.delete(`/cas/${otherCaId}/blocked-certificates/${entry.id}`)).status).toBe(404);
+    expect((await enroll(device)).status).toBe(401);
+  });
+});
