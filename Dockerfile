@@ -2,6 +2,8 @@
 # svc controller image. Build: docker build -t svc-controller .  (docs/operations.md)
 
 # --- build: compile TypeScript, then keep only the production dependencies -----------------------
+# npm ci also fetches the dev dependency `node` (the npm scripts' runtime, docs/adr/0013-*.md);
+# the build runs on that pinned 24.x, and the prune drops it with the other dev dependencies.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
