@@ -2,7 +2,9 @@
 # svc controller image. Build: docker build -t svc-controller .  (docs/operations.md)
 
 # --- build: compile TypeScript, then keep only the production dependencies -----------------------
-FROM node:22-bookworm-slim AS build
+# npm ci also fetches the dev dependency `node` (the npm scripts' runtime, docs/adr/0013-*.md);
+# the build runs on that pinned 24.x, and the prune drops it with the other dev dependencies.
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -10,7 +12,7 @@ COPY . .
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # --- runtime -------------------------------------------------------------------------------------
-FROM node:22-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     SVC_ADDRESS=0.0.0.0:1280 \
     SVC_DATA_DIR=/var/lib/svc

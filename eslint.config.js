@@ -97,6 +97,16 @@ export default tseslint.config(
     },
   },
   {
+    // Plain JavaScript run by bare `node` (no TypeScript tooling): .ci/run's smoke on the oldest Node.
+    files: ['scripts/**/*.mjs'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['console', 'process', 'URL', 'URLSearchParams', 'setTimeout'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
+  {
     files: ['examples/*/server.js', 'examples/cli-client/**/*.js'],
     languageOptions: { globals: { process: 'readonly' } },
   },

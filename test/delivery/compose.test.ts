@@ -241,9 +241,9 @@ describe('docker-compose.yml, profile replicated', () => {
 describe('Dockerfile', () => {
   const stages = dockerfile.split('\n').filter((l) => l.startsWith('FROM '));
 
-  test('builds and runs on node 22 in two stages', () => {
+  test('builds and runs on node 24 in two stages', () => {
     expect(stages).toHaveLength(2);
-    for (const s of stages) expect(s).toMatch(/^FROM node:22-bookworm-slim\b/);
+    for (const s of stages) expect(s).toMatch(/^FROM node:24-bookworm-slim\b/);
     expect(dockerfile).toMatch(/RUN npm ci\b/);
     expect(dockerfile).toMatch(/npm run build/);
     expect(dockerfile).toMatch(/npm prune --omit=dev/);

@@ -22,6 +22,7 @@ import { join, resolve } from 'node:path';
 import { createHttpsClient } from '../helpers/https-client.js';
 import { followToCallback } from '../helpers/oidc-client.js';
 import { spawnController, waitListening, type SpawnedController } from '../helpers/spawn-controller.js';
+import { BINARIES, testNeeding } from '../helpers/system-binaries.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const root = resolve(process.cwd());
@@ -204,7 +205,7 @@ describe('docs/integrating.md', () => {
     180_000,
   );
 
-  (onPglite ? test : test.skip)(
+  testNeeding([BINARIES.curl, BINARIES.openssl, BINARIES.jq], onPglite ? test : test.skip)(
     'the curl script signs in, calls the Edge API, refreshes and revokes; the endpoint table is discovery',
     async () => {
       const markdown = integrating();

@@ -29,6 +29,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort } from '../helpers/spawn-controller.js';
+import { BINARIES, testNeeding } from '../helpers/system-binaries.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const root = resolve(process.cwd());
@@ -105,7 +106,7 @@ describe('README.md shell blocks', () => {
     expect(blocks.length).toBeGreaterThanOrEqual(3);
   });
 
-  (onPglite ? test : test.skip)(
+  testNeeding([BINARIES.curl], onPglite ? test : test.skip)(
     'every runnable block runs and exits 0 against the service started as the README says',
     async () => {
       const blocks = runnableBlocks(readFileSync(join(root, 'README.md'), 'utf8'));
@@ -197,6 +198,8 @@ describe('README.md shell blocks', () => {
         if (tokens.length > 0) values.token = tokens.at(-1)![1];
       }
       expect(server?.exitCode).toBeNull(); // the service stayed up through every block
+      // npm start runs on the Node.js the project pins (a dev dependency), an LTS oidc-provider supports.
+      expect(serverOutput).not.toContain('Unsupported runtime');
       expect(transcript.length).toBe(blocks.length - 1);
     },
     300_000,

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import type { TestResponse } from '../helpers/https-client.js';
-import { describeWithPostgres } from '../helpers/test-database.js';
-import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.js';
+import { describeWithOwnCluster, startPgCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { freePort } from '../helpers/spawn-controller.js';
 import { waitFor } from '../helpers/wait-for.js';
 import {
@@ -51,7 +50,7 @@ function isClear503(p: Probe): boolean {
   return body?.error?.code === 'SERVICE_UNAVAILABLE' && typeof body?.error?.requestId === 'string';
 }
 
-describeWithPostgres('database restart and slow database under two instances', () => {
+describeWithOwnCluster('database restart and slow database under two instances', () => {
   let cluster: PgCluster;
   let a: Instance;
   let b: Instance;

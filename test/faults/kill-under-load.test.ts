@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { describeWithPostgres } from '../helpers/test-database.js';
-import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.js';
+import { describeWithOwnCluster, startPgCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { freePort } from '../helpers/spawn-controller.js';
 import { startAuthorization } from '../helpers/oidc-client.js';
 import {
@@ -42,7 +41,7 @@ interface Ledger {
   failures: string[];
 }
 
-describeWithPostgres('kill -9 of one of two instances under load', () => {
+describeWithOwnCluster('kill -9 of one of two instances under load', () => {
   let cluster: PgCluster;
   let a: Instance;
   let b: Instance;

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
-import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.js';
-import { describeWithPostgres } from '../helpers/test-database.js';
+import { describeWithOwnCluster, startPgCluster, type PgCluster } from '../helpers/pg-cluster.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { acceptsConnections } from '../helpers/accepts-connections.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -13,7 +12,7 @@ jest.setTimeout(180_000);
  * stops answering leaves it: ending that connection then waits for an answer that does not come.
  * The cluster is the test's own, so the pid is a process of this machine.
  */
-describeWithPostgres('SIGTERM while the database does not answer', () => {
+describeWithOwnCluster('SIGTERM while the database does not answer', () => {
   let cluster: PgCluster;
   let server: TestServer;
   let frozen: number | undefined;

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { BINARIES, testNeeding } from '../helpers/system-binaries.js';
 
 describe('edge API conventions', () => {
   let server: TestServer;
@@ -115,7 +116,7 @@ describe('edge API conventions', () => {
     expect(ready.body).toEqual({ status: 'ok' });
   });
 
-  test('the CA bundle is served as base64 PKCS#7 and as PEM', async () => {
+  testNeeding([BINARIES.openssl])('the CA bundle is served as base64 PKCS#7 and as PEM', async () => {
     const pem = await server.client.get('/.well-known/est/cacerts', {
       headers: { accept: 'application/x-pem-file' },
     });

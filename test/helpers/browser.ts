@@ -7,6 +7,7 @@ import {
   type BrowserContextOptions,
   type Page,
 } from 'playwright-core';
+import { BINARIES } from './system-binaries.js';
 
 /**
  * For the hooks and tests that start a controller, a browser and an example: generous, because a
@@ -14,8 +15,8 @@ import {
  */
 export const BROWSER_TIMEOUT = 180_000;
 
-/** Debian's chromium package; `.ci/run` installs it when missing. */
-export const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
+/** Debian's chromium package (or SVC_CHROMIUM); `.ci/run` installs it when missing. */
+export const CHROMIUM = BINARIES.chromium.path;
 
 export async function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {

@@ -1,13 +1,23 @@
 import { execFile } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort } from './spawn-controller.js';
+import { BINARIES, describeNeeding } from './system-binaries.js';
+import { describeWithPostgres, usingPostgres } from './test-database.js';
 
 const run = promisify(execFile);
-const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
+const BIN = dirname(BINARIES.initdb.path);
+
+/**
+ * A suite that runs clusters of its own: PostgreSQL only (as describeWithPostgres), and the
+ * server programs must be on this machine, not only reachable over TCP.
+ */
+export const describeWithOwnCluster = usingPostgres
+  ? describeNeeding([BINARIES.initdb], describeWithPostgres)
+  : describeWithPostgres;
 
 /**
  * A throw-away PostgreSQL cluster for tests that stop, restart or slow down their database: its own

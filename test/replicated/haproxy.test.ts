@@ -3,9 +3,9 @@
 // round robin, one connection per request, and a readiness check over TLS. Each process logs a
 // line per request with its request id and client address, which is how the test knows which
 // replica served a hop and whom it saw.
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
@@ -23,10 +23,11 @@ import {
   type SpawnedController,
 } from '../helpers/spawn-controller.js';
 import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
-import { createTestDatabaseUrl, describeWithPostgres } from '../helpers/test-database.js';
+import { BINARIES, describeNeeding } from '../helpers/system-binaries.js';
+import { createTestDatabaseUrl, describeWithPostgres, usingPostgres } from '../helpers/test-database.js';
 import { waitFor } from '../helpers/wait-for.js';
 
-const HAPROXY = process.env.HAPROXY_BIN ?? '/usr/sbin/haproxy';
+const HAPROXY = BINARIES.haproxy.path;
 const REDIRECT_URI = 'http://127.0.0.1:54321/auth/callback';
 const ADMIN_PASSWORD = 'admin-password-1';
 
@@ -63,13 +64,9 @@ function haproxyConfig(listen: number, servers: number[], caFile: string): strin
   ].join('\n');
 }
 
-// CI installs haproxy (.ci/run); elsewhere a missing binary skips the suite visibly.
-const haproxyMissing = !existsSync(HAPROXY) && !process.env.CI;
-const describeReplicated = haproxyMissing
-  ? (title: string, fn: () => void) => {
-      process.stderr.write(`skipped: ${title} (${HAPROXY} is not installed)\n`);
-      describe.skip(`${title} (skipped: ${HAPROXY} is not installed)`, fn);
-    }
+// CI installs haproxy (.ci/run); elsewhere a missing binary skips the suite with one line.
+const describeReplicated = usingPostgres
+  ? describeNeeding([BINARIES.haproxy], describeWithPostgres)
   : describeWithPostgres;
 
 describeReplicated('three controllers behind HAProxy (TCP pass-through, send-proxy-v2)', () => {
