@@ -36,6 +36,10 @@ const sessionAndMfa: RouteDoc[] = [
     path: MFA,
     operationId: 'startMfaEnrollment',
     summary: 'Start TOTP enrollment',
+    description:
+      'The calling API session (a `svc-session`, or the `z_asid` session of a bearer token) is recorded as ' +
+      'the one that started it: until verified, only that session sees or verifies it. While any enrollment ' +
+      'exists, a new start is 409 `MFA_EXISTS`.',
     tag: 'MFA',
     access: 'authenticated',
     response: dataResponse('Provisioning data and recovery codes, shown once.', 'TotpEnrollment', 201),
@@ -47,8 +51,9 @@ const sessionAndMfa: RouteDoc[] = [
     operationId: 'getMfa',
     summary: "The caller's TOTP configuration",
     description:
-      'The provisioning URL is shown while unverified. A session whose MFA step is still owed sees only an ' +
-      'enrollment it started itself: one started elsewhere (an OIDC login, another session) is 404.',
+      'A verified configuration is shown to every session of the identity. An unverified enrollment, with its ' +
+      'provisioning URL, only to the API session that started it, whatever its MFA state: one started elsewhere ' +
+      '(an OIDC login, another session or bearer token, or before the upgrade that recorded sessions) is 404.',
     tag: 'MFA',
     access: 'authenticated',
     response: dataResponse('The configuration.', 'TotpDetail'),
@@ -59,6 +64,9 @@ const sessionAndMfa: RouteDoc[] = [
     path: MFA,
     operationId: 'deleteMfa',
     summary: 'Remove the TOTP configuration (a verified one needs a code)',
+    description:
+      'Any session of the identity may abandon an unverified enrollment, also one another session started: ' +
+      "the starter's setup then fails visibly, and the enrollment can be started again.",
     tag: 'MFA',
     access: 'authenticated',
     parameters: [{ name: 'mfa-validation-code', in: 'header', schema: { type: 'string' } }],
@@ -72,7 +80,7 @@ const sessionAndMfa: RouteDoc[] = [
     operationId: 'verifyMfa',
     summary: 'Verify the TOTP enrollment with a code from the app',
     description:
-      'A session whose MFA step is still owed verifies only an enrollment it started itself; for any other ' +
+      'Only the API session that started the enrollment verifies it, whatever its MFA state; for any other ' +
       'the answer is 404, as when none is in progress.',
     tag: 'MFA',
     access: 'authenticated',
@@ -86,8 +94,7 @@ const sessionAndMfa: RouteDoc[] = [
     operationId: 'getMfaQrCode',
     summary: 'The provisioning URL as a QR code, while unverified',
     description:
-      'A session whose MFA step is still owed gets the QR code only of an enrollment it started itself; ' +
-      'otherwise 404.',
+      'Only the API session that started the enrollment gets its QR code, whatever its MFA state; otherwise 404.',
     tag: 'MFA',
     access: 'authenticated',
     response: { status: 200, description: 'A PNG image.', media: 'image/png' },
@@ -98,6 +105,9 @@ const sessionAndMfa: RouteDoc[] = [
     path: `${MFA}/recovery-codes`,
     operationId: 'getMfaRecoveryCodes',
     summary: 'How many recovery codes remain (they are stored hashed)',
+    description:
+      'Of a verified configuration; of an unverified enrollment only for the API session that started it. ' +
+      'Any other session gets 404, as when there is no configuration.',
     tag: 'MFA',
     access: 'authenticated',
     response: dataResponse('The count.', 'RecoveryCodesRemaining'),

@@ -35,17 +35,17 @@ export async function completeSessionMfa(deps: RouteDeps, principal: Principal):
 const MFA_PATH = '/current-identity/mfa';
 
 /**
- * A session whose MFA step is still owed sees and verifies only the enrollment it started itself:
- * one started elsewhere (an OIDC login, another session) may be the owner's, and its secret would
- * hand the new factor to whoever has only the password. A complete session reaches any.
+ * An unverified enrollment is reached (seen, shown as a QR code, verified, its recovery codes
+ * counted) only by the API session that started it (`z_asid` for a bearer token), whatever its MFA
+ * state: a session opened with the password alone, which every OIDC login without a required
+ * factor is, must not read the owner's secret and later pass the second factor with it.
  */
-const reachOf = (p: Principal): EnrollmentReach | undefined =>
-  p.mfaPending ? { startedBySession: p.sessionId } : undefined;
+const reachOf = (p: Principal): EnrollmentReach => ({ startedBySession: p.sessionId });
 
 /**
  * Self-service TOTP. Every endpoint also answers a session whose MFA step is
- * still owed: an identity whose policy requires TOTP but has none must be able to enroll (and
- * reach only its own enrollment, `reachOf`).
+ * still owed: an identity whose policy requires TOTP but has none must be able to enroll. Every
+ * session reaches only its own enrollment in progress (`reachOf`).
  */
 export function mfaRoutes(router: Router, deps: RouteDeps): void {
   const auth = authenticate(deps.principals, { allowMfaPending: true });
@@ -95,8 +95,9 @@ export function mfaRoutes(router: Router, deps: RouteDeps): void {
   });
 
   router.get(`${MFA_PATH}/recovery-codes`, auth, async (ctx: Context) => {
+    const p = principalOf(ctx);
     sendData(ctx, {
-      remaining: await totp.remainingRecoveryCodes(principalOf(ctx).identityId),
+      remaining: await totp.remainingRecoveryCodes(p.identityId, reachOf(p)),
     } satisfies RecoveryCodesRemainingView);
   });
 

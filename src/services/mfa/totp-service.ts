@@ -51,8 +51,10 @@ export interface TotpDetail {
 
 /**
  * Which unverified enrollment a caller reaches: the one its marker names (an OIDC login), or one
- * that API session started (a session whose MFA step is still owed). Omitted: any. The secret of
- * an enrollment started elsewhere may be its owner's (docs/security.md, "Second factors").
+ * that API session started (legacy or bearer, whatever its MFA state). One started with neither
+ * (before sessions were recorded) matches no session. Omitted: any (internal callers only). The
+ * secret of an enrollment started elsewhere may be its owner's, or an attacker's who has only the
+ * password (docs/security.md, "Second factors").
  */
 export type EnrollmentReach = { marker: string } | { startedBySession: string };
 
@@ -274,8 +276,11 @@ export function createTotpService({
     return codes;
   }
 
-  async function remainingRecoveryCodes(identityId: string): Promise<number> {
-    if (!(await mfaTotpRepository.find(knex, identityId))) throw notFound('no TOTP configuration');
+  /** Unused recovery codes of a verified configuration, or of an enrollment the caller reaches. */
+  async function remainingRecoveryCodes(identityId: string, reach?: EnrollmentReach): Promise<number> {
+    const config = await mfaTotpRepository.find(knex, identityId);
+    // Even a count would tell a session that someone else's enrollment is in progress.
+    if (!config || (!config.isVerified && !reaches(config, reach))) throw notFound('no TOTP configuration');
     return mfaRecoveryCodesRepository.countUnused(knex, identityId);
   }
 
