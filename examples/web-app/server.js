@@ -1,8 +1,8 @@
 // A server-side relying party: signs users in at the svc controller with the Authorization Code
 // Flow and PKCE (openid-client), calls the Edge API with the access token, and signs out through
 // end_session. Run: NODE_EXTRA_CA_CERTS=data/pki/ca.pem node examples/web-app/server.js
-import { createHash, randomBytes } from 'node:crypto';
-import { setInterval } from 'node:timers';
+import { Buffer } from 'node:buffer';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import Router from '@koa/router';
 import * as client from 'openid-client';
@@ -17,51 +17,83 @@ let appUrl = process.env.APP_URL;
 const config = await client.discovery(issuer, clientId, undefined, client.None());
 
 /**
- * Sessions in memory, found by a random cookie; a real app would use a store that survives
- * restarts. Anyone can start a sign-in without signing in, so unfinished sign-ins are kept apart
- * and bounded: at most MAX_PENDING (the oldest is dropped for a new one), each for ten minutes.
- * Signed-in sessions exist only after the controller has authenticated someone.
+ * Signed-in sessions in memory, found by a random cookie; a real app would use a store that
+ * survives restarts. They exist only after the controller has authenticated someone.
  */
 const sessions = new Map();
-const pending = new Map();
 const COOKIE = 'webapp.sid';
-const PENDING_MS = 10 * 60_000;
-const MAX_PENDING = Number(process.env.MAX_PENDING_SIGN_INS ?? 1000);
-setInterval(() => {
-  // A Map iterates in insertion order: the oldest sign-ins come first.
-  for (const [id, s] of pending) {
-    if (Date.now() - s.started <= PENDING_MS) break;
-    pending.delete(id);
-  }
-}, 60_000).unref();
-
-function sessionOf(ctx) {
-  const id = ctx.cookies.get(COOKIE);
-  if (!id) return undefined;
-  const started = pending.get(id);
-  // An expired sign-in the sweep has not reached yet is already gone.
-  return sessions.get(id) ?? (started && Date.now() - started.started <= PENDING_MS ? started : undefined);
-}
 
 /**
- * Stores `data` under a new random id and drops the session the request came with. Called when a
- * sign-in starts and again when it succeeds, so the signed-in session never has an id that anyone
- * could have known before (an id planted in the browser would otherwise be signed in too:
- * session fixation, OWASP Session Management Cheat Sheet).
+ * Stores a signed-in session under a new random id and drops the session the request came with,
+ * so the signed-in session never has an id that anyone could have known before (an id planted in
+ * the browser would otherwise be signed in too: session fixation, OWASP Session Management Cheat
+ * Sheet).
  */
 function newSession(ctx, data) {
-  const old = ctx.cookies.get(COOKIE);
-  sessions.delete(old);
-  pending.delete(old);
+  sessions.delete(ctx.cookies.get(COOKIE));
   const id = randomBytes(32).toString('base64url');
-  if (data.tokens) sessions.set(id, data);
-  else {
-    if (pending.size >= MAX_PENDING) pending.delete(pending.keys().next().value);
-    pending.set(id, data);
-  }
+  sessions.set(id, data);
   // Secure is set when the request came over HTTPS (Koa's default).
   ctx.cookies.set(COOKIE, id, { httpOnly: true, sameSite: 'lax', overwrite: true });
   return data;
+}
+
+const sessionOf = (ctx) => sessions.get(ctx.cookies.get(COOKIE));
+
+/**
+ * A sign-in in progress (PKCE verifier, state, nonce) lives in the browser, in a cookie sealed
+ * with AES-256-GCM: anyone may start a sign-in without signing in, so nothing is kept here per
+ * sign-in (nothing grows, and no one's sign-ins can push out another's), and the browser can
+ * neither read nor alter it. The key is made at start, or given in WEB_APP_COOKIE_KEY (32 bytes,
+ * base64) so that several processes, or a restarted one, accept each other's cookies. The cookie
+ * is sent only to the callback, and lasts ten minutes.
+ */
+const SIGN_IN_COOKIE = 'webapp.signin';
+const SIGN_IN_PATH = '/auth/callback';
+const SIGN_IN_SECONDS = 10 * 60;
+const sealKey = process.env.WEB_APP_COOKIE_KEY
+  ? Buffer.from(process.env.WEB_APP_COOKIE_KEY, 'base64')
+  : randomBytes(32);
+if (sealKey.length !== 32) throw new Error('WEB_APP_COOKIE_KEY must be 32 bytes, base64');
+// The cookie's name is authenticated with it: a sealed value is accepted only as this cookie.
+const SEAL_AAD = Buffer.from(SIGN_IN_COOKIE);
+
+function seal(data) {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealKey, iv).setAAD(SEAL_AAD);
+  const sealed = Buffer.concat([cipher.update(JSON.stringify(data)), cipher.final()]);
+  return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
+}
+
+/** The sealed data, or undefined if the value was not sealed with our key (or was altered). */
+function unseal(value) {
+  const bytes = Buffer.from(value ?? '', 'base64url');
+  if (bytes.length < 12 + 16) return undefined;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', sealKey, bytes.subarray(0, 12)).setAAD(SEAL_AAD);
+    decipher.setAuthTag(bytes.subarray(-16));
+    const data = Buffer.concat([decipher.update(bytes.subarray(12, -16)), decipher.final()]);
+    return JSON.parse(data.toString());
+  } catch {
+    return undefined;
+  }
+}
+
+/** Koa's cookies write Expires only; this one carries Max-Age, and is cleared the same way. */
+function setSignInCookie(ctx, value, maxAge) {
+  const secure = ctx.secure ? '; Secure' : '';
+  ctx.append(
+    'Set-Cookie',
+    `${SIGN_IN_COOKIE}=${value}; Path=${SIGN_IN_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure}`,
+  );
+}
+
+/** The sign-in this browser started, if it is still in time; the cookie is cleared either way. */
+function takeSignIn(ctx) {
+  const signIn = unseal(ctx.cookies.get(SIGN_IN_COOKIE));
+  setSignInCookie(ctx, '', 0);
+  // Max-Age is up to the browser; the seal's own expiry is not.
+  return signIn && Date.now() < signIn.expires ? signIn : undefined;
 }
 
 const escapeHtml = (s) =>
@@ -153,32 +185,33 @@ router.get('/', async (ctx) => {
 router.get('/login', async (ctx) => {
   // A link from another site must not end a sign-in: a signed-in user stays signed in.
   if (sessionOf(ctx)?.tokens) return ctx.redirect('/');
-  const session = newSession(ctx, {
+  const signIn = {
     codeVerifier: client.randomPKCECodeVerifier(),
     state: client.randomState(),
     nonce: client.randomNonce(),
-    started: Date.now(),
-  });
+    expires: Date.now() + SIGN_IN_SECONDS * 1000,
+  };
+  setSignInCookie(ctx, seal(signIn), SIGN_IN_SECONDS);
   const parameters = {
-    redirect_uri: new URL('/auth/callback', appUrl).href,
+    redirect_uri: new URL(SIGN_IN_PATH, appUrl).href,
     scope: 'openid offline_access',
-    code_challenge: await client.calculatePKCECodeChallenge(session.codeVerifier),
+    code_challenge: await client.calculatePKCECodeChallenge(signIn.codeVerifier),
     code_challenge_method: 'S256',
-    state: session.state,
-    nonce: session.nonce,
+    state: signIn.state,
+    nonce: signIn.nonce,
   };
   // `method` picks the controller's login page (password or cert); it is optional.
   if (ctx.query.method === 'cert' || ctx.query.method === 'password') parameters.method = ctx.query.method;
   ctx.redirect(client.buildAuthorizationUrl(config, parameters).href);
 });
 
-router.get('/auth/callback', async (ctx) => {
-  const session = sessionOf(ctx);
-  if (!session?.codeVerifier) return page(ctx, 'Sign-in failed', '<p>No sign-in is in progress.</p>', 400);
+router.get(SIGN_IN_PATH, async (ctx) => {
+  const signIn = takeSignIn(ctx);
+  if (!signIn) return page(ctx, 'Sign-in failed', '<p>No sign-in is in progress.</p>', 400);
   const tokens = await client.authorizationCodeGrant(config, new URL(ctx.url, appUrl), {
-    pkceCodeVerifier: session.codeVerifier,
-    expectedState: session.state,
-    expectedNonce: session.nonce,
+    pkceCodeVerifier: signIn.codeVerifier,
+    expectedState: signIn.state,
+    expectedNonce: signIn.nonce,
     idTokenExpected: true,
   });
   newSession(ctx, { tokens, claims: tokens.claims() });
@@ -189,7 +222,6 @@ router.post('/logout', (ctx) => {
   const id = ctx.cookies.get(COOKIE);
   const session = sessionOf(ctx);
   sessions.delete(id);
-  pending.delete(id);
   ctx.cookies.set(COOKIE, null);
   ctx.status = 303;
   if (!session?.tokens) return ctx.redirect('/');

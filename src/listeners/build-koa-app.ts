@@ -6,7 +6,7 @@ import { requestContext } from '../middleware/request-context.js';
 import { errorHandler, notFound } from '../middleware/error-handler.js';
 import { securityHeaders } from '../middleware/security-headers.js';
 import { cors } from '../middleware/cors.js';
-import { absoluteFormTarget } from '../middleware/absolute-form-target.js';
+import { absoluteFormTarget, refuseRequestTarget } from '../middleware/absolute-form-target.js';
 import { httpMetrics } from '../middleware/metrics.js';
 import type { MetricsRegistry } from '../services/metrics-registry.js';
 
@@ -39,6 +39,9 @@ export interface ListenerAppOptions {
  */
 export function listenerFrame(app: Koa, spec: ListenerSpec, options: ListenerAppOptions): Koa {
   app.silent = true;
+  // Before anything reads the path or the Host, the log line and metrics included:
+  // `GET https://host/path` is logged, counted and routed as `GET /path`.
+  app.use(absoluteFormTarget);
   app.use(requestContext(options.logger.child({ listener: spec.name })));
   // Whatever depends on the address the client used (the OIDC issuer) chooses among this
   // listener's addresses only: a Host naming another listener must not reach its issuer.
@@ -49,9 +52,8 @@ export function listenerFrame(app: Koa, spec: ListenerSpec, options: ListenerApp
   if (options.metrics) app.use(httpMetrics(options.metrics, spec.name));
   app.use(errorHandler);
   app.use(securityHeaders);
+  app.use(refuseRequestTarget);
   app.use(cors(options.corsOriginAllowed ?? (() => false)));
-  // Before anything reads the path or the Host: `GET https://host/path` is routed as `GET /path`.
-  app.use(absoluteFormTarget);
   return app;
 }
 

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { mappedIPv4 } from '../config/cidr.js';
 import { newId } from '../crypto/random.js';
 import { runInRequestScope } from '../services/request-scope.js';
+import { requestTargetRefused } from './absolute-form-target.js';
 
 /**
  * The address of the client, for logs, audit events and per-address limits: the TCP peer, or the
@@ -27,7 +28,9 @@ export function requestContext(logger: Logger) {
     const started = process.hrtime.bigint();
     // Taken now: a login step that completes hands this request to the provider in-process, which
     // rewrites its method and URL (the auth request's uid would otherwise be logged).
-    const { method, path } = ctx;
+    // A target refused as unparsable or malformed has no path worth logging (reading it may throw).
+    const { method } = ctx;
+    const path = requestTargetRefused(ctx) ? undefined : ctx.path;
     const requestId = newId(12);
     ctx.state.requestId = requestId;
     // The request's child logger is made when first used: at `warn` most requests log nothing.

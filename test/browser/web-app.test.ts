@@ -21,8 +21,9 @@ import { CLIENT, createIdentity, identityDetail, managementApi } from '../identi
 import { createUser, type TestUser } from '../mfa/mfa-fixtures.js';
 import { createPolicy } from '../second-factors/factor-fixtures.js';
 
-/** The example's session cookie (examples/web-app/server.js). */
+/** The example's session cookie and its sealed sign-in cookie (examples/web-app/server.js). */
 const SESSION_COOKIE = 'webapp.sid';
+const SIGN_IN_COOKIE = 'webapp.signin';
 
 /** Runs `action` (a click or a key press) and waits until the page it leads to has loaded. */
 async function navigate(page: Page, action: () => Promise<void>): Promise<void> {
@@ -82,30 +83,35 @@ describeNeeding([BINARIES.chromium])(
       (await page.context().cookies(appUrl)).find((c) => c.name === SESSION_COOKIE)?.value;
 
     test('a session id planted in the browser before sign-in is never the signed-in one (plain HTTP)', async () => {
-      // The app, as the browser sees it: no redirects followed, the session cookie sent by hand.
-      const fetchApp = (path: string, sessionId?: string) =>
+      // The app, as the browser sees it: no redirects followed, cookies sent by hand.
+      const fetchApp = (path: string, cookies: Record<string, string> = {}) =>
         fetch(new URL(path, appUrl), {
           redirect: 'manual',
-          headers: sessionId ? { cookie: `${SESSION_COOKIE}=${sessionId}` } : {},
+          headers: {
+            cookie: Object.entries(cookies)
+              .map(([name, value]) => `${name}=${value}`)
+              .join('; '),
+          },
         });
-      const setSessionId = (res: Response) => {
-        const cookie = res.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=`));
+      const cookieSet = (res: Response, name: string) => {
+        const cookie = res.headers.getSetCookie().find((c) => c.startsWith(`${name}=`));
         expect(cookie).toMatch(/;\s*httponly(;|$)/i);
         expect(cookie).toMatch(/;\s*samesite=lax(;|$)/i);
-        return cookie!.slice(SESSION_COOKIE.length + 1).split(';')[0]!;
+        return cookie!.slice(name.length + 1).split(';')[0]!;
       };
       const signedInAs = async (sessionId: string) =>
-        /Signed in as <strong[^>]*>([^<]*)/.exec(await (await fetchApp('/', sessionId)).text())?.[1];
+        /Signed in as <strong[^>]*>([^<]*)/.exec(
+          await (await fetchApp('/', { [SESSION_COOKIE]: sessionId })).text(),
+        )?.[1];
 
-      // The attacker gets a live session id from the app, and plants it in the victim's browser.
-      const planted = setSessionId(await fetchApp('/login'));
+      // The attacker plants a session id of their choosing in the victim's browser.
+      const planted = 'planted-by-the-attacker';
       const victim = await createUser(server, 'fixation-victim');
 
-      // The victim signs in with that cookie: /login answers with another id...
-      const login = await fetchApp('/login', planted);
+      // The victim signs in with that cookie: /login keeps the sign-in in its own sealed cookie...
+      const login = await fetchApp('/login', { [SESSION_COOKIE]: planted });
       expect(login.status).toBe(302);
-      const started = setSessionId(login);
-      expect(started).not.toBe(planted);
+      const signIn = cookieSet(login, SIGN_IN_COOKIE);
       const authorization = await server.client.get(login.headers.get('location')!);
       expect(authorization.status).toBe(303);
       const loginPage = new URL(authorization.header('location')!, server.url);
@@ -117,18 +123,20 @@ describeNeeding([BINARIES.chromium])(
         },
       });
       const callback = await followToCallback(server.client, submitted, `${appUrl}/auth/callback`);
-      // ...and the callback, which signs the victim in, with a third one.
-      const signedIn = await fetchApp(callback.location, started);
+      // ...and the callback, which signs the victim in, with a new session id.
+      const signedIn = await fetchApp(callback.location, {
+        [SESSION_COOKIE]: planted,
+        [SIGN_IN_COOKIE]: signIn,
+      });
       expect(signedIn.status).toBe(302);
-      const signedInId = setSessionId(signedIn);
-      expect([planted, started]).not.toContain(signedInId);
+      const signedInId = cookieSet(signedIn, SESSION_COOKIE);
+      expect(signedInId).not.toBe(planted);
 
       expect(await signedInAs(signedInId)).toBe(victim.name);
-      // Neither id known before the sign-in ended is signed in.
+      // The id known before the sign-in ended is not signed in.
       expect(await signedInAs(planted)).toBeUndefined();
-      expect(await signedInAs(started)).toBeUndefined();
       // A link to /login from another site does not end the sign-in.
-      const again = await fetchApp('/login', signedInId);
+      const again = await fetchApp('/login', { [SESSION_COOKIE]: signedInId });
       expect(again.headers.get('location')).toBe('/');
       expect(await signedInAs(signedInId)).toBe(victim.name);
     });
@@ -142,8 +150,12 @@ describeNeeding([BINARIES.chromium])(
 
         await navigate(page, () => page.getByRole('link', { name: 'Sign in', exact: true }).click());
         expect(new URL(page.url()).pathname).toBe('/oidc/login/username');
+        // Starting a sign-in makes no session: the sign-in is kept in a sealed cookie of the callback.
         const sessionIdAtLogin = await appSessionId(page);
-        expect(sessionIdAtLogin).toBeDefined();
+        expect(sessionIdAtLogin).toBeUndefined();
+        expect((await page.context().cookies(`${appUrl}/auth/callback`)).map((c) => c.name)).toContain(
+          SIGN_IN_COOKIE,
+        );
         expect(await page.title()).toBe('Sign in');
         // Focus starts in the username field; Tab goes to the password, Enter submits.
         expect((await expectAccessiblePage(page, 'Sign in')).focused).toBe('username');

@@ -2,6 +2,7 @@
 // and then takes the host from the target, not from the Host header.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { connect } from 'node:tls';
+import { pino } from 'pino';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 
 interface RawResponse {
@@ -24,10 +25,16 @@ function dechunk(raw: string): string {
 }
 
 /** One request written as raw bytes over TLS: the request line is exactly `GET <target> HTTP/1.1`. */
-function rawGet(server: TestServer, port: number, target: string, host: string): Promise<RawResponse> {
+function rawGet(
+  server: TestServer,
+  port: number,
+  target: string,
+  host: string,
+  extraHeaders = '',
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: '127.0.0.1', port, ca: server.ca, servername: 'localhost' }, () => {
-      socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+      socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\n${extraHeaders}Connection: close\r\n\r\n`);
     });
     let text = '';
     socket.setEncoding('utf8');
@@ -59,8 +66,13 @@ describe('a request target in absolute form', () => {
   let server: TestServer;
   let port: number;
   let hostB: string;
+  const logLines: { msg?: string; requestId?: string; path?: string; status?: number }[] = [];
+  /** The access log line of the request that answered `res`. */
+  const logLineOf = (res: RawResponse) =>
+    logLines.find((l) => l.msg === 'request' && l.requestId === res.headers['request-id']);
   beforeAll(async () => {
     server = await startTestServer({
+      logger: pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line)) }),
       overrides: (tree) => {
         tree.web = [
           {
@@ -146,6 +158,60 @@ describe('a request target in absolute form', () => {
         ...envelope(res, 'COULD_NOT_VALIDATE'),
         error: expect.objectContaining({ cause: { field: 'request-target', reason: expect.any(String) } }),
       });
+    }
+  });
+
+  test('is logged with the path it was served as, whatever url.parse would make of the authority', async () => {
+    for (const authority of [`127.0.0.1:${port}`, '%2e%2e']) {
+      const res = await rawGet(
+        server,
+        port,
+        `https://${authority}/edge/client/v1/external-jwt-signers?limit=5`,
+        `127.0.0.1:${port}`,
+      );
+      expect({ authority, status: res.status }).toEqual({ authority, status: 200 });
+      expect(logLineOf(res)).toMatchObject({ path: '/edge/client/v1/external-jwt-signers', status: 200 });
+    }
+  });
+
+  test('an unparsable target, https or not, gets the JSON 400 and a log line, not a text/plain 500', async () => {
+    for (const target of [
+      'https://[/health/live',
+      'https://x]/health/live',
+      'https://[::1]x/health/live',
+      'a://[/x',
+    ]) {
+      const res = await rawGet(server, port, target, `127.0.0.1:${port}`);
+      expect({ target, status: res.status, type: res.headers['content-type'] }).toEqual({
+        target,
+        status: 400,
+        type: expect.stringMatching(/^application\/json/),
+      });
+      expect(res.body).toEqual({
+        ...envelope(res, 'COULD_NOT_VALIDATE'),
+        error: expect.objectContaining({ cause: { field: 'request-target', reason: expect.any(String) } }),
+      });
+      expect(logLineOf(res)).toMatchObject({ status: 400 });
+    }
+  });
+
+  test('an authority whose port is not a number is refused, not served to an administrator', async () => {
+    const token = await server.adminToken();
+    for (const authority of ['a:b:c', `127.0.0.1:${port}x`]) {
+      const res = await rawGet(
+        server,
+        port,
+        `https://${authority}/edge/management/v1/identities?limit=1`,
+        `127.0.0.1:${port}`,
+        `svc-session: ${token}\r\n`,
+      );
+      expect({ authority, status: res.status }).toEqual({ authority, status: 400 });
+      expect(res.body.error).toMatchObject({
+        code: 'COULD_NOT_VALIDATE',
+        cause: { field: 'request-target' },
+      });
+      expect(logLineOf(res)).toMatchObject({ status: 400 });
+      expect(logLineOf(res)?.path).toBeUndefined();
     }
   });
 });
