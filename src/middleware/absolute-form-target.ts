@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 
 /** `https://authority[/path][?query]`: the scheme is case-insensitive (RFC 3986 §3.1). */
@@ -17,9 +17,9 @@ const refuse = (reason: string) =>
  * exactly as it judges a Host header. We only speak HTTPS, so a target of any other scheme names
  * nothing we serve; user information is refused as RFC 9110 §4.2.4 advises.
  */
-export async function absoluteFormTarget(ctx: Context, next: Next) {
+export function toOriginForm(ctx: Context): void {
   const target = ctx.req.url ?? '/';
-  if (target.startsWith('/') || !ABSOLUTE_ANY.test(target)) return next();
+  if (target.startsWith('/') || !ABSOLUTE_ANY.test(target)) return;
   const match = ABSOLUTE_HTTPS.exec(target);
   if (!match) throw refuse('an absolute request target must be an https URL');
   const [, authority, rest] = match as unknown as [string, string, string];
@@ -30,5 +30,4 @@ export async function absoluteFormTarget(ctx: Context, next: Next) {
   ctx.req.url = originForm;
   // Koa took the original URL when it made the context; what runs after sees the origin form.
   ctx.originalUrl = ctx.request.originalUrl = originForm;
-  return next();
 }
