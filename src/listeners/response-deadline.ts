@@ -21,7 +21,7 @@ export function createResponseDeadline(seconds: number) {
     const timer = setTimeout(expire, seconds * 1000);
     pending.add(expire);
     // What was set before the handler ran (request id, security and CORS headers) stays on the 503.
-    const kept = new Set(ctx.res.getHeaderNames());
+    const kept = ctx.res.getHeaderNames();
     const work = next();
     try {
       if ((await Promise.race([work, expired])) !== EXPIRED) return;
@@ -44,7 +44,7 @@ export function createResponseDeadline(seconds: number) {
     }
     // `Connection: close` may have been set since, by a shutdown: it stays too.
     for (const name of ctx.res.getHeaderNames())
-      if (!kept.has(name) && name !== 'connection') ctx.res.removeHeader(name);
+      if (!kept.includes(name) && name !== 'connection') ctx.res.removeHeader(name);
     ctx.respond = true;
     const message = 'the service could not answer in time; retry in a moment';
     if (ctx.state.oauthEndpoint) {
