@@ -6,6 +6,7 @@ import { createBenchClient, type BenchClient } from '../load/http-client.js';
 import { processCpuMs, processMemoryMb } from '../proc-cpu.js';
 import { freePort } from './free-port.js';
 import { spawnNodeChild } from './child-process.js';
+import { CONTROLLER_NODE_OPTIONS } from '../../src/node-heap-options.js';
 import { createBenchDatabase, type BenchDatabase } from './postgres-database.js';
 import type { BenchUser, Target } from './target.js';
 
@@ -21,6 +22,10 @@ export interface ControllerOptions {
   nodeArgs?: string[];
   /** `node --import tsx src/main.ts` instead of building and running dist/ (the smoke check). */
   fromSource?: boolean;
+  /** A built entry other than dist/src/main.js (A/B runs against a copy of an earlier build). */
+  entry?: string;
+  /** The V8 heap options, as `npm start` passes them; default CONTROLLER_NODE_OPTIONS. */
+  heapOptions?: readonly string[];
 }
 
 /** How often a timed start asks /health/ready: the figure is exact to about this much. */
@@ -115,12 +120,12 @@ export async function startController(
     db = o.postgres ? await createBenchDatabase() : undefined;
     const port = await freePort();
     const origin = `https://127.0.0.1:${port}`;
-    if (!o.fromSource) execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
+    if (!o.fromSource && !o.entry) execFileSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
     const spawnService = () =>
       spawnNodeChild(
         o.fromSource
           ? ['--import', 'tsx', join(process.cwd(), 'src', 'main.ts')]
-          : [join(process.cwd(), 'dist', 'src', 'main.js')],
+          : [o.entry ?? join(process.cwd(), 'dist', 'src', 'main.js')],
         {
           SVC_ADDRESS: `127.0.0.1:${port}`,
           SVC_DATA_DIR: dataDir,
@@ -131,7 +136,7 @@ export async function startController(
           ...(db ? { DATABASE_URL: db.url } : {}),
         },
         process.cwd(),
-        o.nodeArgs,
+        [...(o.heapOptions ?? CONTROLLER_NODE_OPTIONS), ...(o.nodeArgs ?? [])],
       );
     const ready = (c: ReturnType<typeof spawnNodeChild>, pollMs?: number) =>
       waitReady(origin, dataDir, { output: c.output, exited: () => c.child.exitCode !== null }, pollMs);

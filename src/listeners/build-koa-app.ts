@@ -2,12 +2,8 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { ListenerSpec } from '../config/web-listeners.js';
-import { requestContext } from '../middleware/request-context.js';
-import { errorHandler, notFound } from '../middleware/error-handler.js';
-import { securityHeaders } from '../middleware/security-headers.js';
-import { cors } from '../middleware/cors.js';
-import { absoluteFormTarget, refuseRequestTarget } from '../middleware/absolute-form-target.js';
-import { httpMetrics } from '../middleware/metrics.js';
+import { notFound } from '../middleware/error-handler.js';
+import { requestFrame } from '../middleware/request-frame.js';
 import type { MetricsRegistry } from '../services/metrics-registry.js';
 
 export interface ListenerRouters {
@@ -39,21 +35,14 @@ export interface ListenerAppOptions {
  */
 export function listenerFrame(app: Koa, spec: ListenerSpec, options: ListenerAppOptions): Koa {
   app.silent = true;
-  // Before anything reads the path or the Host, the log line and metrics included:
-  // `GET https://host/path` is logged, counted and routed as `GET /path`.
-  app.use(absoluteFormTarget);
-  app.use(requestContext(options.logger.child({ listener: spec.name })));
-  // Whatever depends on the address the client used (the OIDC issuer) chooses among this
-  // listener's addresses only: a Host naming another listener must not reach its issuer.
-  app.use((ctx, next) => {
-    ctx.state.listener = spec;
-    return next();
-  });
-  if (options.metrics) app.use(httpMetrics(options.metrics, spec.name));
-  app.use(errorHandler);
-  app.use(securityHeaders);
-  app.use(refuseRequestTarget);
-  app.use(cors(options.corsOriginAllowed ?? (() => false)));
+  app.use(
+    requestFrame({
+      logger: options.logger.child({ listener: spec.name }),
+      spec,
+      metrics: options.metrics,
+      corsOriginAllowed: options.corsOriginAllowed ?? (() => false),
+    }),
+  );
   return app;
 }
 

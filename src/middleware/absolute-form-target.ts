@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 
 /** `https://authority[/path][?query]`: the scheme is case-insensitive (RFC 3986 §3.1). */
@@ -13,11 +13,6 @@ const AUTHORITY = /^(?:\[[0-9a-f:.]+\]|[a-z0-9\-._~!$&'()*+,;=%]+)(?::[0-9]*)?$/
 
 const refusal = (reason: string) =>
   new AppError('COULD_NOT_VALIDATE', { cause: { field: 'request-target', reason } });
-
-interface TargetState {
-  /** Why the request target cannot be served; thrown by `refuseRequestTarget`. */
-  requestTargetRefusal?: AppError;
-}
 
 /** The origin form of the target, or why it has none. */
 function originFormOf(ctx: Context): AppError | undefined {
@@ -54,23 +49,9 @@ function unparsable(ctx: Context): AppError | undefined {
  * authority replaces the Host header, and whatever picks an issuer by Host (among the addresses of
  * this listener only) judges that authority exactly as it judges a Host header. We only speak
  * HTTPS, so a target of any other scheme names nothing we serve; user information is refused as
- * RFC 9110 §4.2.4 advises. A target that cannot be served is not refused here, where no request id
- * or error envelope exists yet, but remembered for `refuseRequestTarget`.
+ * RFC 9110 §4.2.4 advises. Returns why a target cannot be served, for the caller to answer once
+ * its request id and error envelope exist; the path must then not be read.
  */
-export async function absoluteFormTarget(ctx: Context, next: Next) {
-  const refused = originFormOf(ctx) ?? unparsable(ctx);
-  if (refused) (ctx.state as TargetState).requestTargetRefusal = refused;
-  return next();
-}
-
-/** Whether `absoluteFormTarget` refused the target: its path must then not be read. */
-export function requestTargetRefused(ctx: Context): boolean {
-  return (ctx.state as TargetState).requestTargetRefusal !== undefined;
-}
-
-/** Answers the JSON 400 for a target `absoluteFormTarget` refused, once the error envelope is set up. */
-export async function refuseRequestTarget(ctx: Context, next: Next) {
-  const refused = (ctx.state as TargetState).requestTargetRefusal;
-  if (refused) throw refused;
-  return next();
+export function toOriginForm(ctx: Context): AppError | undefined {
+  return originFormOf(ctx) ?? unparsable(ctx);
 }

@@ -1,4 +1,4 @@
-import type { Context, Middleware } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import koaCors from '@koa/cors';
 
 const ALLOWED_HEADERS = 'authorization, content-type, accept, svc-session, mfa-validation-code';
@@ -27,7 +27,7 @@ export function corsAllowedPath(path: string): boolean {
  * revocation only the origins this matcher allows (`clientBasedCORS` in oidc/create-provider.ts).
  */
 export function cors(originAllowed: (origin: string) => boolean): Middleware {
-  return koaCors({
+  const full = koaCors({
     origin: (ctx: Context) => {
       const origin = ctx.get('origin');
       return origin && corsAllowedPath(ctx.path) && originAllowed(origin) ? origin : '';
@@ -37,4 +37,13 @@ export function cors(originAllowed: (origin: string) => boolean): Middleware {
     exposeHeaders: EXPOSED_HEADERS,
     maxAge: 600,
   });
+  // Without an Origin header @koa/cors only adds `Vary: Origin` (through two awaits); most API
+  // clients send none, so that case is answered here with the same header.
+  return function corsMiddleware(ctx: Context, next: Next) {
+    if (ctx.req.headers.origin === undefined) {
+      ctx.vary('Origin');
+      return next();
+    }
+    return full(ctx, next);
+  };
 }

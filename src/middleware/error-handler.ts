@@ -36,20 +36,25 @@ function databaseUnavailableError(err: unknown): AppError | undefined {
  * The one place that turns errors into the Edge envelope. Unknown errors are
  * logged with the request id and answered SERVER_ERROR with no detail.
  */
+export function answerError(ctx: Context, err: unknown): void {
+  let appError = isAppError(err)
+    ? err
+    : (databaseUnavailableError(err) ?? fromHttpError(err as HttpishError));
+  if (!appError) {
+    ctx.state.log?.error({ err }, 'unhandled error');
+    appError = new AppError('SERVER_ERROR');
+  } else if (appError.detail !== undefined) {
+    ctx.state.log?.warn({ code: appError.code, detail: appError.detail }, 'request refused');
+  }
+  sendError(ctx, appError, ctx.state.requestId ?? '');
+}
+
+/** answerError as a middleware around what follows it. */
 export async function errorHandler(ctx: Context, next: Next) {
   try {
     await next();
   } catch (err) {
-    let appError = isAppError(err)
-      ? err
-      : (databaseUnavailableError(err) ?? fromHttpError(err as HttpishError));
-    if (!appError) {
-      ctx.state.log?.error({ err }, 'unhandled error');
-      appError = new AppError('SERVER_ERROR');
-    } else if (appError.detail !== undefined) {
-      ctx.state.log?.warn({ code: appError.code, detail: appError.detail }, 'request refused');
-    }
-    sendError(ctx, appError, ctx.state.requestId ?? '');
+    answerError(ctx, err);
   }
 }
 

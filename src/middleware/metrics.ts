@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import type { MetricsRegistry } from '../services/metrics-registry.js';
 
 interface MatchedLayer {
@@ -26,21 +26,18 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 const methodLabelOf = (method: string) => (METHODS.has(method) ? method : 'other');
 
 /**
- * Records each request into the registry's HTTP series: by listener, method, route template and
- * status, with its latency.
+ * Records one answered request into the registry's HTTP series: by listener, method (as received,
+ * before an in-process resume rewrites it), route template and status, with its latency.
  */
-export function httpMetrics(metrics: MetricsRegistry, listener: string) {
-  return async function metricsMiddleware(ctx: Context, next: Next) {
-    const t0 = process.hrtime.bigint();
-    const method = ctx.method; // before an in-process resume rewrites it
-    try {
-      await next();
-    } finally {
-      const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-      metrics.observeHttp(
-        { listener, method: methodLabelOf(method), route: routeLabelOf(ctx, method), status: ctx.status },
-        seconds,
-      );
-    }
-  };
+export function recordHttp(
+  metrics: MetricsRegistry,
+  listener: string,
+  ctx: Context,
+  method: string,
+  seconds: number,
+): void {
+  metrics.observeHttp(
+    { listener, method: methodLabelOf(method), route: routeLabelOf(ctx, method), status: ctx.status },
+    seconds,
+  );
 }

@@ -16,8 +16,34 @@ const helmetHeaders = helmet({
   referrerPolicy: { policy: 'no-referrer' },
 }) as Middleware;
 
+/**
+ * The headers helmet sets with these options, taken once: they depend on nothing in the request,
+ * and helmet's per-request chain (a promise and a dozen small middlewares) cost more than the
+ * headers themselves. Helmet sets them synchronously, so one call against a recording response
+ * yields the list; helmet stays the one place that decides what they are.
+ */
+function recordHelmetHeaders(): readonly (readonly [string, string])[] {
+  const recorded: [string, string][] = [['Cache-Control', 'no-store']];
+  const res = {
+    setHeader: (name: string, value: unknown) => void recorded.push([name, String(value)]),
+    // Helmet drops X-Powered-By, which Koa never sets.
+    removeHeader: () => undefined,
+  };
+  void helmetHeaders({ req: {}, res } as unknown as Context, async () => undefined);
+  if (recorded.length < 2) throw new Error('helmet set no headers synchronously');
+  return recorded;
+}
+
 /** …and never cached: every answer may carry a token or personal data. */
+export const SECURITY_HEADERS = recordHelmetHeaders();
+
+/** Sets the security headers on the response (sync; part of the listener frame). */
+export function setSecurityHeaders(ctx: Context): void {
+  const { res } = ctx;
+  for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+}
+
 export function securityHeaders(ctx: Context, next: Next) {
-  ctx.set('cache-control', 'no-store');
-  return helmetHeaders(ctx, next);
+  setSecurityHeaders(ctx);
+  return next();
 }

@@ -3,12 +3,13 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 /**
  * What the services may know of the request they run for, without knowing HTTP: its id, the
  * address of the client, and who is calling once authentication has said so. Set by the
- * request-context middleware for the whole request (docs/architecture.md, "Audit trail").
+ * request frame (middleware/request-frame.ts) for the whole request (docs/architecture.md,
+ * "Audit trail").
  */
 export interface RequestScope {
   readonly requestId: string;
   /** Read when an event is recorded, so that whatever sets the client address later still counts. */
-  readonly sourceAddress: () => string | undefined;
+  sourceAddress(): string | undefined;
   /** The authenticated caller, set by the authentication middleware. */
   actorId?: string;
 }
@@ -17,8 +18,13 @@ export interface RequestScope {
 // exactly what AsyncLocalStorage is; it holds nothing between requests.
 const storage = new AsyncLocalStorage<RequestScope>();
 
-export function runInRequestScope<T>(scope: RequestScope, work: () => T): T {
-  return storage.run(scope, work);
+/** Runs `work(...args)` in the scope (arguments rather than a closure: one allocation less per request). */
+export function runInRequestScope<A extends unknown[], T>(
+  scope: RequestScope,
+  work: (...args: A) => T,
+  ...args: A
+): T {
+  return storage.run(scope, work, ...args);
 }
 
 export function currentRequestScope(): RequestScope | undefined {

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CONTROLLER_NODE_OPTIONS } from '../../src/node-heap-options.js';
 import { createTestDatabaseUrl } from '../helpers/test-database.js';
 import { runSvc, spawnSvc, type SvcResult } from './run-svc.js';
 
@@ -48,7 +49,7 @@ describe('svc controller run', () => {
     rmSync(home, { recursive: true, force: true });
   });
 
-  test('runs the controller in the foreground; the CLI logs in to it; SIGTERM stops it cleanly', async () => {
+  test('runs the controller in the foreground with the heap options; the CLI logs in to it; SIGTERM stops it cleanly', async () => {
     const port = await freePort();
     const dataDir = join(home, 'data');
     const controller = spawnSvc(['controller', 'run'], {
@@ -77,6 +78,16 @@ describe('svc controller run', () => {
 
       expect(list.code).toBe(0);
       expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ name: 'admin', isAdmin: true })]);
+
+      // V8 takes heap limits only at start: the controller runs in a child given the heap options.
+      const pid = controller.pid!;
+      const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
+      const commandLines = children.map((child) =>
+        readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0'),
+      );
+      expect(commandLines).toContainEqual(
+        expect.arrayContaining([...CONTROLLER_NODE_OPTIONS, 'controller', 'run']),
+      );
     } finally {
       controller.kill('SIGTERM');
     }

@@ -50,6 +50,8 @@ export async function spawnController(
   port?: number,
   /** Default variables to leave out, e.g. SVC_ADMIN_PASSWORD to have one generated. */
   unset: string[] = [],
+  /** Node options before the entry, e.g. the heap limits of src/node-heap-options.ts. */
+  nodeArgs: string[] = [],
 ): Promise<SpawnedController> {
   const p = port ?? (await freePort());
   let out = '';
@@ -63,10 +65,14 @@ export async function spawnController(
     ...env,
   };
   for (const name of unset) delete fullEnv[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'src', 'main.ts')], {
-    env: fullEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', join(process.cwd(), 'src', 'main.ts')],
+    {
+      env: fullEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

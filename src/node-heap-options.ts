@@ -1,0 +1,19 @@
+/**
+ * V8 heap limits the controller runs with, on every start path: `npm start` (package.json),
+ * the image (the Dockerfile's NODE_OPTIONS) and `svc controller run`, which starts the controller
+ * again with them when its own process lacks them (V8 sizes its heap when the process starts).
+ * Why these values: docs/operations.md, "Memory". A value set by the operator (NODE_OPTIONS or a
+ * flag) wins over ours.
+ */
+export const CONTROLLER_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=8'];
+
+const flagName = (option: string) => option.split('=')[0]!;
+
+/** The options of CONTROLLER_NODE_OPTIONS that neither `execArgv` nor `NODE_OPTIONS` sets. */
+export function missingNodeOptions(execArgv: readonly string[], nodeOptions = ''): string[] {
+  const given = [...execArgv, ...nodeOptions.split(/\s+/)].map(flagName);
+  // V8 accepts - and _ alike inside a flag name.
+  const normal = (name: string) => name.replace(/_/g, '-');
+  const set = new Set(given.map(normal));
+  return CONTROLLER_NODE_OPTIONS.filter((o) => !set.has(normal(flagName(o))));
+}
