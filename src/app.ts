@@ -13,6 +13,7 @@ import { createLogger } from './logger.js';
 import { verifyMasterKey } from './services/master-key-check.js';
 import { ensurePki, type PkiMaterial } from './services/pki-service.js';
 import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstrap.js';
+import { countCertificatesNowRefused } from './services/count-certificates-now-refused.js';
 import { compose, type Services } from './compose.js';
 import { buildKoaApp } from './listeners/build-koa-app.js';
 import { corsOriginMatcher, redirectPatternsFor } from './config/uri-patterns.js';
@@ -87,6 +88,17 @@ export interface CreateAppOptions {
   onGeneratedAdminPassword?: (admin: BootstrapResult) => void;
 }
 
+/** A start-up step: enrolled client certificates the chain rules now refuse are worth a warning. */
+async function warnOfRefusedCertificates(knex: Knex, logger: Logger): Promise<void> {
+  const refused = await countCertificatesNowRefused(knex, new Date());
+  if (refused === 0) return;
+  logger.warn(
+    { certificates: refused },
+    `${refused} enrolled client certificate(s) can no longer log in: their extendedKeyUsage ` +
+      'lacks clientAuth or their CA certificate is expired (docs/operations.md "Client certificates")',
+  );
+}
+
 /** Composition root: config in, a running controller out (docs/architecture.md). */
 export async function createApp(config: Config, options: CreateAppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -140,6 +152,7 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
     });
     const admin = await ensureFirstAdmin(knex, config.admin.username, config.admin.password);
     if (admin.generatedPassword) options.onGeneratedAdminPassword?.(admin);
+    await warnOfRefusedCertificates(knex, logger);
 
     // From the moment a port is bound every request gets an answer: 503 "starting" until the
     // application is swapped in below, 503 "stopping" once shutdown has begun.
