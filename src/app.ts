@@ -152,7 +152,6 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
     });
     const admin = await ensureFirstAdmin(knex, config.admin.username, config.admin.password);
     if (admin.generatedPassword) options.onGeneratedAdminPassword?.(admin);
-    await warnOfRefusedCertificates(knex, logger);
 
     // From the moment a port is bound every request gets an answer: 503 "starting" until the
     // application is swapped in below, 503 "stopping" once shutdown has begun.
@@ -204,6 +203,7 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
       'listeners bound; answering 503 until started',
     );
 
+    await warnOfRefusedCertificates(knex, logger);
     services = await compose({
       config,
       listeners: listeners.map((l) => l.spec),
