@@ -13,6 +13,7 @@ import { createLogger } from './logger.js';
 import { verifyMasterKey } from './services/master-key-check.js';
 import { ensurePki, type PkiMaterial } from './services/pki-service.js';
 import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstrap.js';
+import { countCertificatesNowRefused } from './services/count-certificates-now-refused.js';
 import { compose, type Services } from './compose.js';
 import { buildKoaApp } from './listeners/build-koa-app.js';
 import { corsOriginMatcher, redirectPatternsFor } from './config/uri-patterns.js';
@@ -85,6 +86,17 @@ export interface CreateAppOptions {
    * could still fail: a start that fails later must not take the only copy of the password with it.
    */
   onGeneratedAdminPassword?: (admin: BootstrapResult) => void;
+}
+
+/** A start-up step: enrolled client certificates the chain rules now refuse are worth a warning. */
+async function warnOfRefusedCertificates(knex: Knex, logger: Logger): Promise<void> {
+  const refused = await countCertificatesNowRefused(knex, new Date());
+  if (refused === 0) return;
+  logger.warn(
+    { certificates: refused },
+    `${refused} enrolled client certificate(s) can no longer log in: their extendedKeyUsage ` +
+      'lacks clientAuth or their CA certificate is expired (docs/operations.md "Client certificates")',
+  );
 }
 
 /** Composition root: config in, a running controller out (docs/architecture.md). */
@@ -191,6 +203,7 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
       'listeners bound; answering 503 until started',
     );
 
+    await warnOfRefusedCertificates(knex, logger);
     services = await compose({
       config,
       listeners: listeners.map((l) => l.spec),

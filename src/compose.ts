@@ -27,7 +27,7 @@ import { createSignerCache } from './services/auth/signer-cache.js';
 import { createAuditTrail } from './services/audit-trail.js';
 import { createAuthenticatorService } from './services/authenticator-service.js';
 import { createCaService } from './services/ca-service.js';
-import { countCertificatesNowRefused } from './services/certificate-rules-check.js';
+import { createCertificateBlocks } from './services/certificate-blocks.js';
 import { createEnrollmentCompletion } from './services/enrollment-completion.js';
 import { createEnrollmentJwtSigner } from './services/enrollment-jwt.js';
 import { createEnrollmentService } from './services/enrollment-service.js';
@@ -106,6 +106,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   const policies = createPolicyService({ knex, revocations, audit });
   const signers = createSignerService({ knex, audit });
   const cas = createCaService({ knex, changes: revocations, audit });
+  const certificateBlocks = createCertificateBlocks({ knex, audit });
   const certMethod = createCertMethod({ knex, pki });
   // The secondary external JWT is checked on every API request: its signer comes from memory.
   const signerCache = createSignerCache({ load: (id) => externalJwtSignersRepository.findById(knex, id) });
@@ -122,14 +123,6 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   const enrollmentTokens = createEnrollmentTokens(box);
   const sealedTokens = await enrollmentTokens.protectPlainTokens(knex);
   if (sealedTokens > 0) logger.info({ enrollments: sealedTokens }, 'sealed plain enrollment tokens');
-  const refusedCertificates = await countCertificatesNowRefused(knex, new Date());
-  if (refusedCertificates > 0) {
-    logger.warn(
-      { certificates: refusedCertificates },
-      `${refusedCertificates} enrolled client certificate(s) can no longer log in: their extendedKeyUsage ` +
-        'lacks clientAuth or their CA certificate is expired (docs/operations.md "Client certificates")',
-    );
-  }
   const identityView = createIdentityView({ signEnrollmentJwt, tokens: enrollmentTokens });
   const identityContext = createIdentityContextCache({
     knex,
@@ -179,6 +172,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     policies,
     signers,
     cas,
+    certificateBlocks,
     certMethod,
     signerCache,
     extJwtMethod,
@@ -270,6 +264,7 @@ function createRouteDeps(
     policies: services.policies,
     signers: services.signers,
     cas: services.cas,
+    certificateBlocks: services.certificateBlocks,
     certMethod: services.certMethod,
     extJwtMethod,
     loginLimiter: createRateLimiter(config.rateLimits, { name: 'login', shared }),

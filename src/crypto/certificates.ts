@@ -151,6 +151,46 @@ export function parseCertificate(pem: CertificateInput): ParsedCertificate {
   };
 }
 
+/** The parsed certificate, or undefined for input that is not one (a row or file left unread). */
+export function tryParseCertificate(pem: CertificateInput): ParsedCertificate | undefined {
+  try {
+    return parseCertificate(pem);
+  } catch (err) {
+    if (err instanceof CertificateError) return undefined;
+    throw err;
+  }
+}
+
+/** Why a certificate cannot be a client's own certificate; each caller words it as its error. */
+export type ClientLeafProblem = 'unreadable' | 'ca-certificate' | 'outside-validity' | 'not-client-auth';
+
+export type ClientLeaf =
+  | { cert: ParsedCertificate; problem: Exclude<ClientLeafProblem, 'unreadable'> | undefined }
+  | { cert: undefined; problem: 'unreadable' };
+
+/**
+ * The rule for a usable client certificate, the one chain building leaves to callers: an
+ * end-entity certificate (not a CA's), whose extendedKeyUsage allows clientAuth, inside its
+ * validity period at `at`. Without `at` the dates are not checked: a login policy may accept an
+ * expired certificate (`allowExpiredCerts`), so the login checks them itself.
+ */
+export function readClientLeaf(leaf: CertificateInput, at?: Date): ClientLeaf {
+  const cert = tryParseCertificate(leaf);
+  if (!cert) return { cert: undefined, problem: 'unreadable' };
+  return { cert, problem: clientLeafProblem(leaf, cert, at) };
+}
+
+function clientLeafProblem(
+  leaf: CertificateInput,
+  cert: ParsedCertificate,
+  at: Date | undefined,
+): Exclude<ClientLeafProblem, 'unreadable'> | undefined {
+  if (cert.isCa) return 'ca-certificate';
+  if (at && (cert.notBefore > at || cert.notAfter <= at)) return 'outside-validity';
+  if (!permitsClientAuth(leaf)) return 'not-client-auth';
+  return undefined;
+}
+
 /**
  * OpenSSL's checkIssued matches names the RFC 5280 §7.1 way (not byte for byte), compares AKI with
  * SKI and requires keyCertSign when the issuer has a key usage; verify then checks the signature.

@@ -142,6 +142,8 @@ function authenticatorRoutes(): RouteDoc[] {
       path: '/authenticators/:id',
       operationId: 'deleteAuthenticator',
       summary: 'Delete an authenticator',
+      description:
+        "A certificate of a 3rd-party CA goes on that CA's block list: auto CA enrollment refuses it until the block is lifted.",
       tag,
       parsesBody: true,
       response: emptyResponse('Deleted.'),

@@ -58,9 +58,9 @@ export const blockedCertificatesRepository = {
     return row && toBlocked(row);
   },
 
-  /** Whether any CA's block list holds this certificate. */
-  async isBlocked(db: Db, tbsSha256: string): Promise<boolean> {
-    const row = await db('blocked_certificates').where({ tbs_sha256: tbsSha256 }).first('id');
+  /** Whether this CA's block list holds the certificate (each CA's list is its own). */
+  async isBlocked(db: Db, caId: string, tbsSha256: string): Promise<boolean> {
+    const row = await db('blocked_certificates').where({ ca_id: caId, tbs_sha256: tbsSha256 }).first('id');
     return row !== undefined;
   },
 

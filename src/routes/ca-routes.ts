@@ -33,6 +33,7 @@ function pemBody(ctx: Context): string {
 export function caRoutes(router: Router, deps: RouteDeps): void {
   const admin = authenticate(deps.principals, { adminOnly: true });
   const cas = deps.cas;
+  const blocks = deps.certificateBlocks;
 
   router.get('/cas', admin, async (ctx: Context) => {
     const page = await cas.list(parseCaList(ctx.query));
@@ -68,12 +69,12 @@ export function caRoutes(router: Router, deps: RouteDeps): void {
   });
 
   router.get('/cas/:id/blocked-certificates', admin, async (ctx: Context) => {
-    const page = await cas.listBlocked(pathId(ctx), parseBlockedCertificateList(ctx.query));
+    const page = await blocks.listBlocked(pathId(ctx), parseBlockedCertificateList(ctx.query));
     sendList(ctx, page.items, page.pagination);
   });
 
   router.delete('/cas/:id/blocked-certificates/:entryId', admin, parseBody(), async (ctx: Context) => {
-    await cas.unblock(pathId(ctx), pathId(ctx, 'entryId'));
+    await blocks.unblock(pathId(ctx), pathId(ctx, 'entryId'));
     sendEmpty(ctx);
   });
 }

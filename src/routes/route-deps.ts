@@ -10,6 +10,7 @@ import type { EnrollmentCompletion } from '../services/enrollment-completion.js'
 import type { PolicyService } from '../services/policy-service.js';
 import type { SignerService } from '../services/signer-service.js';
 import type { CaService } from '../services/ca-service.js';
+import type { CertificateBlocks } from '../services/certificate-blocks.js';
 import type { CertMethod } from '../services/auth/cert-method.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { Oidc } from '../oidc/create-oidc.js';
@@ -36,6 +37,8 @@ export interface RouteDeps {
   policies: PolicyService;
   signers: SignerService;
   cas: CaService;
+  /** The per-CA block lists of certificates auto CA enrollment refuses. */
+  certificateBlocks: CertificateBlocks;
   /** The primary login methods besides the password, shared by `/authenticate` and the OIDC login. */
   certMethod: CertMethod;
   extJwtMethod: ExtJwtMethod;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
-import { usernameProblem } from './name-rules.js';
+import { trimSpaces, usernameProblem } from './name-rules.js';
 import { LINE_REASON, isForbiddenInLine } from './safe-text.js';
 import { strictBody } from './strict-body.js';
 
@@ -33,12 +33,6 @@ const identityType = z.string().transform((value, ctx): IdentityTypeName => {
   ctx.addIssue({ code: 'custom', message: `must be one of ${IDENTITY_TYPES.join(', ')}` });
   return z.NEVER;
 });
-
-/**
- * Spaces (category Zs) around a name are dropped. Not String.prototype.trim, which also drops
- * U+FEFF: an invisible character must be refused, not quietly removed from one end only.
- */
-export const trimSpaces = (s: string) => s.replace(/^\p{Zs}+|\p{Zs}+$/gu, '');
 
 /** Checked against PRECIS FreeformClass by the service, which knows the stored name (name-rules.ts). */
 const name = line(255)

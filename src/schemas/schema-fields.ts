@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { booleanField, line, text, trimSpaces } from './identity-schemas.js';
+import { booleanField, line, text } from './identity-schemas.js';
+import { trimSpaces } from './name-rules.js';
 
 /**
  * Field shapes shared by the policy, signer and CA bodies. Bodies may be form-encoded,

@@ -3,7 +3,9 @@ import { mapPage, type ListQuery } from '../db/list-query.js';
 import { inTransaction } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
+import { identitiesRepository } from '../repositories/identities-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { blockCertificatesOf } from './certificate-blocks.js';
 import type { AuthenticatorView } from '../schemas/enrollment-views.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 
@@ -47,6 +49,9 @@ export function createAuthenticatorService({
       await inTransaction(knex, async (trx, afterCommit) => {
         const deleted = await authenticatorsRepository.delete(trx, id);
         if (!deleted) throw new AppError('NOT_FOUND');
+        // Without the block the same device could auto-enroll as a new identity at once.
+        const identity = await identitiesRepository.findById(trx, deleted.identityId);
+        if (identity) await blockCertificatesOf(trx, afterCommit, identity, [deleted], audit);
         await changes.identityChanged(trx, afterCommit, deleted.identityId);
         audit.recordAfterCommit(afterCommit, {
           event: 'authenticator.deleted',

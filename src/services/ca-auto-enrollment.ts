@@ -2,13 +2,12 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from '../db/db-errors.js';
 import { withConstraintErrors } from '../db/constraint-errors.js';
 import { AppError, validationError } from '../errors/app-error.js';
-import { checkName } from '../schemas/name-rules.js';
+import { checkName, trimSpaces } from '../schemas/name-rules.js';
 import {
   CertificateError,
-  parseCertificate,
-  permitsClientAuth,
+  readClientLeaf,
   verifyChain,
-  type ParsedCertificate,
+  type ClientLeafProblem,
 } from '../crypto/certificates.js';
 import { toPem } from '../crypto/pki-keys.js';
 import { newId } from '../crypto/random.js';
@@ -39,23 +38,14 @@ const certificateInUse = () =>
     cause: { field: 'fingerprint', reason: 'the certificate is already in use' },
   });
 
-/**
- * An end-entity certificate for client authentication inside its validity period (verifyChain
- * leaves the leaf's dates and key purpose to callers).
- */
-function usableLeaf(der: Buffer, at: Date): ParsedCertificate {
-  let cert;
-  try {
-    cert = parseCertificate(der);
-  } catch (err) {
-    if (err instanceof CertificateError) throw refused('unparseable client certificate');
-    throw err;
-  }
-  if (cert.isCa) throw refused('a CA certificate is not a client certificate');
-  if (cert.notBefore > at || cert.notAfter <= at) throw refused('certificate expired or not yet valid');
-  if (!permitsClientAuth(der)) throw refused('the certificate is not for client authentication');
-  return cert;
-}
+const LEAF_REFUSALS: Record<ClientLeafProblem, string> = {
+  unreadable: 'unparseable client certificate',
+  'ca-certificate': 'a CA certificate is not a client certificate',
+  'outside-validity': 'certificate expired or not yet valid',
+  'not-client-auth': 'the certificate is not for client authentication',
+};
+
+const blocked = () => refused('the certificate is blocked: its identity was deleted');
 
 /**
  * Auto CA enrollment (`POST /enroll?method=ca`, as OpenZiti's `isAutoCaEnrollmentEnabled`): a TLS
@@ -86,24 +76,24 @@ export function createCaAutoEnrollment({
     const [leaf, ...intermediates] = peerChain;
     if (!leaf) throw refused('no client certificate');
     const at = now();
-    const cert = usableLeaf(leaf, at);
+    const { cert, problem } = readClientLeaf(leaf, at);
+    if (problem) throw refused(LEAF_REFUSALS[problem]);
     const ca = await issuingCa(leaf, intermediates, at);
     if (!ca) throw refused('certificate not issued by a verified CA with auto CA enrollment');
-    // By the signed content, not the DER: a re-encoded signature is the same certificate.
-    if (await blockedCertificatesRepository.isBlocked(knex, cert.tbsSha256))
-      throw refused('the certificate is blocked: its identity was deleted');
     // Checked here for a clear answer; the unique constraints settle a race the same way.
     if (await authenticatorsRepository.findByCertificate(knex, cert)) throw certificateInUse();
 
     const identityId = newId();
     const commonName = cert.subjectCn ?? '';
-    const base = formatIdentityName(ca.identityNameFormat, {
+    const formatted = formatIdentityName(ca.identityNameFormat, {
       caName: ca.name,
       caId: ca.id,
       commonName,
       requestedName: requestedName ?? commonName,
       identityId,
-    }).trim();
+    });
+    // Spaces only: an invisible U+FEFF around a common name is refused by checkName, not removed.
+    const base = trimSpaces(formatted);
     if (base === '' || [...base].length > MAX_NAME - suffixWidth) {
       throw validationError('name', `the identity name must be 1 to ${MAX_NAME - suffixWidth} characters`);
     }
@@ -133,6 +123,12 @@ export function createCaAutoEnrollment({
           certPem: toPem('CERTIFICATE', leaf),
           caId: ca.id,
         });
+        // After the insert, by the signed content (a re-encoded signature is the same
+        // certificate): an identity or authenticator delete that removed this certificate's
+        // authenticator holds its row until it commits, so the insert waited for it, and this
+        // statement sees the block it wrote. Checked before the insert, that commit could fall
+        // between the check and the insert and let the device enroll anew.
+        if (await blockedCertificatesRepository.isBlocked(trx, ca.id, cert.tbsSha256)) throw blocked();
       });
     // Each attempt is its own transaction: a lost race for the name aborts the one it ran in.
     await withConstraintErrors(async () => {

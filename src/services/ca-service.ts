@@ -17,7 +17,6 @@ import { checkName } from '../schemas/name-rules.js';
 import { enrollmentsRepository } from '../repositories/enrollments-repository.js';
 import { DEFAULT_IDENTITY_NAME_FORMAT } from './identity-name-format.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
-import { createCertificateBlocks } from './certificate-blocks.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 
 export interface CaServiceDeps {
@@ -65,9 +64,6 @@ const changesOf = (input: CaUpdateInput): CaChanges =>
 /** 3rd-party CAs: registered, then proven by a certificate naming the token. */
 export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => new Date() }: CaServiceDeps) {
   return {
-    /** `/cas/{id}/blocked-certificates`: what auto CA enrollment refuses, and lifting that. */
-    ...createCertificateBlocks({ knex, audit }),
-
     async list(q: ListQuery) {
       return mapPage(await casRepository.list(knex, q), (items) => items.map(caView));
     },

@@ -3,51 +3,34 @@ import { mapPage, type ListQuery } from '../db/list-query.js';
 import type { AfterCommit } from '../db/transaction.js';
 import { inTransaction } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
-import { CertificateError, parseCertificate } from '../crypto/certificates.js';
+import { tryParseCertificate } from '../crypto/certificates.js';
 import { newId } from '../crypto/random.js';
-import { authenticatorsRepository } from '../repositories/authenticators-repository.js';
-import {
-  blockedCertificatesRepository,
-  type BlockedCertificate,
-} from '../repositories/blocked-certificates-repository.js';
+import type { Authenticator } from '../repositories/authenticators-repository.js';
+import { blockedCertificatesRepository } from '../repositories/blocked-certificates-repository.js';
 import { casRepository } from '../repositories/cas-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
-import type { BlockedCertificateView } from '../schemas/ca-views.js';
 import type { AuditTrail } from './audit-trail.js';
-
-export const blockedCertificateView = (b: BlockedCertificate): BlockedCertificateView => ({
-  id: b.id,
-  caId: b.caId,
-  tbsSha256: b.tbsSha256,
-  fingerprint: b.fingerprint,
-  subject: b.subject,
-  commonName: b.commonName,
-  identityId: b.identityId,
-  identityName: b.identityName,
-  createdAt: b.createdAt.toISOString(),
-});
+import { blockedCertificateView } from './blocked-certificate-view.js';
 
 /**
- * Inside the transaction that deletes `identity`: each certificate a registered 3rd-party CA
- * issued to it goes on that CA's block list, so auto CA enrollment cannot turn the same device
- * into a new identity (deletion ends "all current and future access"; docs/operations.md).
+ * Inside the transaction that deletes `authenticators` (one, or all of a deleted identity's): each
+ * certificate a registered 3rd-party CA issued goes on that CA's block list, so auto CA enrollment
+ * cannot turn the same device into a new identity. Deleting the identity ends "all current and
+ * future access", and deleting only its certificate authenticator is the same decision about the
+ * device (docs/operations.md "Stopping a device").
  */
 export async function blockCertificatesOf(
   trx: Knex.Transaction,
   afterCommit: AfterCommit,
-  identity: Identity,
+  identity: Pick<Identity, 'id' | 'name'>,
+  authenticators: Authenticator[],
   audit: AuditTrail,
 ): Promise<void> {
-  for (const a of await authenticatorsRepository.listForIdentity(trx, identity.id)) {
+  for (const a of authenticators) {
     if (a.method !== 'cert' || a.caId === null || a.certPem === null) continue;
     if (!(await casRepository.findById(trx, a.caId))) continue; // its CA is gone: nothing enrolls by it
-    let cert;
-    try {
-      cert = parseCertificate(a.certPem);
-    } catch (err) {
-      if (err instanceof CertificateError) continue;
-      throw err;
-    }
+    const cert = tryParseCertificate(a.certPem);
+    if (!cert) continue;
     const entry = await blockedCertificatesRepository.insert(trx, {
       id: newId(),
       caId: a.caId,

@@ -4,10 +4,9 @@ import { AppError, validationError } from '../errors/app-error.js';
 import {
   certFingerprint,
   certTbsSha256,
-  parseCertificate,
-  permitsClientAuth,
+  readClientLeaf,
   verifyChain,
-  CertificateError,
+  type ClientLeafProblem,
 } from '../crypto/certificates.js';
 import { hashPassword } from '../crypto/passwords.js';
 import { CsrError, signClientCsr } from '../crypto/pki.js';
@@ -48,6 +47,13 @@ export interface EnrollmentCompletionDeps {
 type Credential = Omit<NewAuthenticator, 'id' | 'identityId' | 'method'>;
 
 const certificateFailed = (message: string) => new AppError('CERTIFICATE_FAILED_VALIDATION', { message });
+
+const LEAF_FAILURES: Record<ClientLeafProblem, string> = {
+  unreadable: 'the client certificate cannot be read',
+  'ca-certificate': 'a CA certificate cannot be a client certificate',
+  'outside-validity': 'the client certificate is expired or not yet valid',
+  'not-client-auth': 'the certificate is not for client authentication (extendedKeyUsage)',
+};
 
 /**
  * Completing an enrollment on the client API: the token is checked, the
@@ -158,7 +164,8 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
       const [leaf, ...intermediates] = peerChain;
       if (!leaf) throw certificateFailed('a client certificate issued by the enrollment CA is required');
       const at = now();
-      assertUsableLeaf(leaf, at);
+      const { problem } = readClientLeaf(leaf, at);
+      if (problem) throw certificateFailed(LEAF_FAILURES[problem]);
       const chained = await verifyChain(
         leaf,
         intermediates.map((der) => toPem('CERTIFICATE', der)),
@@ -174,27 +181,6 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
       });
     },
   };
-}
-
-/**
- * An end-entity certificate for client authentication inside its validity period (verifyChain
- * leaves the leaf's dates and key purpose to callers).
- */
-function assertUsableLeaf(der: Buffer, at: Date): void {
-  let parsed;
-  try {
-    parsed = parseCertificate(der);
-  } catch (err) {
-    if (err instanceof CertificateError) throw certificateFailed('the client certificate cannot be read');
-    throw err;
-  }
-  if (parsed.isCa) throw certificateFailed('a CA certificate cannot be a client certificate');
-  if (parsed.notBefore > at || parsed.notAfter <= at) {
-    throw certificateFailed('the client certificate is expired or not yet valid');
-  }
-  if (!permitsClientAuth(der)) {
-    throw certificateFailed('the certificate is not for client authentication (extendedKeyUsage)');
-  }
 }
 
 export type EnrollmentCompletion = ReturnType<typeof createEnrollmentCompletion>;

@@ -4,6 +4,7 @@ import type { Db } from '../db/create-database.js';
 import { inTransaction } from '../db/transaction.js';
 import { AppError, validationError } from '../errors/app-error.js';
 import { newId } from '../crypto/random.js';
+import { authenticatorsRepository } from '../repositories/authenticators-repository.js';
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
 import { mfaRecoveryCodesRepository } from '../repositories/mfa-recovery-codes-repository.js';
@@ -175,7 +176,8 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       await inTransaction(knex, async (trx, afterCommit) => {
         const identity = await lockIdentity(trx, id);
         if (identity.isDefaultAdmin) throw new AppError('CANNOT_DELETE_DEFAULT_ADMIN');
-        await blockCertificatesOf(trx, afterCommit, identity, audit);
+        const authenticators = await authenticatorsRepository.listForIdentity(trx, id);
+        await blockCertificatesOf(trx, afterCommit, identity, authenticators, audit);
         await identitiesRepository.delete(trx, id);
         await revocations.recordIdentityDeleted(trx, id, { afterCommit });
         audit.recordAfterCommit(afterCommit, { event: 'identity.deleted', identityId: id });

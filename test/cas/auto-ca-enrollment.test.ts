@@ -295,6 +295,19 @@ describe('auto CA enrollment (POST /enroll?method=ca)', () => {
     expect((await enrollCa(persian)).status).toBe(200);
   });
 
+  test('a byte order mark (U+FEFF) at either end of a common name is refused, not trimmed away', async () => {
+    const { ca } = await registeredCa('bom-cn', { identityNameFormat: '[commonName]' });
+    const before = await rowCounts();
+
+    for (const commonName of ['\ufeffbom-device', 'bom-device\ufeff']) {
+      const res = await enrollCa(await issueClientCert(ca, { commonName }));
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field: 'name' } });
+    }
+    expect(await rowCounts()).toEqual(before);
+    expect(await identityNamed('bom-device')).toHaveLength(0);
+  });
+
   test('the generic form takes only method=ca', async () => {
     const { ca } = await registeredCa('generic');
     const device = await issueClientCert(ca, { commonName: 'g' });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { pino } from 'pino';
 import { certFingerprint, certTbsSha256 } from '../../src/crypto/certificates.js';
-import { issueClientCert, type KeyedCert } from '../../src/crypto/pki.js';
+import { generateSigningCa, issueClientCert, type KeyedCert } from '../../src/crypto/pki.js';
 import { malleatedCopy } from '../helpers/hostile-certificates.js';
 import { usingPostgres } from '../helpers/test-database.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
@@ -165,4 +165,88 @@ describe(`a certificate is one identity, and a deleted one stays out (${usingPos
     expect((await api.delete(`/cas/${otherCaId}/blocked-certificates/${entry.id}`)).status).toBe(404);
     expect((await enroll(device)).status).toBe(401);
   });
+
+  test('deleting only the certificate authenticator blocks the certificate too: no new identity from it', async () => {
+    const { id: caId, ca } = await registerCaByApi(api, 'auth-only', { isAutoCaEnrollmentEnabled: true });
+    const device = await issueClientCert(ca, { commonName: 'unbound-device' });
+    expect((await enroll(device)).status).toBe(200);
+    const identityId = (await identityOf(device.certPem))!;
+    const { name } = await identityDetail(api, identityId);
+    const authenticatorId = (
+      await server.app.knex('authenticators').where({ identity_id: identityId }).first('id')
+    ).id as string;
+    const before = await identityCount();
+
+    const deleted = await api.delete(`/authenticators/${authenticatorId}`);
+    const again = await enroll(device);
+    const copy = await enroll(device, malleatedCopy(device.certPem));
+    const list = await api.get(`/cas/${caId}/blocked-certificates`);
+
+    expect(deleted.status).toBe(200);
+    for (const res of [again, copy]) {
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('INVALID_AUTH');
+    }
+    expect(await identityCount()).toBe(before);
+    expect(list.body.data).toEqual([
+      expect.objectContaining({
+        caId,
+        tbsSha256: certTbsSha256(device.certPem),
+        identityId,
+        identityName: name,
+      }),
+    ]);
+    expect(auditEvents('certificate.blocked')).toContainEqual(
+      expect.objectContaining({ caId, blockId: list.body.data[0].id, identityId }),
+    );
+  });
+
+  test("a block is on its CA's list: another CA the certificate chains to decides by its own list", async () => {
+    const { id: rootId, ca: root } = await registerCaByApi(api, 'per-ca-root');
+    const intermediate = await generateSigningCa(root, { commonName: 'per-ca intermediate' });
+    const interId = await registerVerifiedCa('per-ca-inter', intermediate);
+    const leaf = await issueClientCert(intermediate, { commonName: 'two-cas' });
+    const device = { ...leaf, certPem: leaf.certPem + intermediate.certPem };
+    const autoEnroll = async (caId: string, on: boolean) =>
+      expect((await api.patch(`/cas/${caId}`, { body: { isAutoCaEnrollmentEnabled: on } })).status).toBe(200);
+    const deleteIdentity = async () =>
+      expect((await api.delete(`/identities/${(await identityOf(leaf.certPem))!}`)).status).toBe(200);
+
+    // Enrolled by the intermediate CA, then deleted: blocked on the intermediate's list only.
+    await autoEnroll(interId, true);
+    expect((await enroll(device)).status).toBe(200);
+    await deleteIdentity();
+    expect((await enroll(device)).status).toBe(401);
+
+    await autoEnroll(interId, false);
+    await autoEnroll(rootId, true);
+    const byRoot = await enroll(device);
+    expect(byRoot.status).toBe(200);
+    await deleteIdentity();
+    expect((await enroll(device)).status).toBe(401);
+    const [rootEntry] = (await api.get(`/cas/${rootId}/blocked-certificates`)).body.data;
+
+    expect((await api.delete(`/cas/${rootId}/blocked-certificates/${rootEntry.id}`)).status).toBe(200);
+    const lifted = await enroll(device);
+
+    expect(lifted.status).toBe(200);
+    expect((await api.get(`/cas/${interId}/blocked-certificates`)).body.data).toEqual([
+      expect.objectContaining({ tbsSha256: certTbsSha256(leaf.certPem) }),
+    ]);
+  });
+
+  /** Registers `ca` (any CA certificate, not only a root) and proves its key, as an admin would. */
+  async function registerVerifiedCa(name: string, ca: KeyedCert): Promise<string> {
+    const created = await api.post('/cas', { body: { name, certPem: ca.certPem } });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id as string;
+    const { verificationToken } = (await api.get(`/cas/${id}`)).body.data;
+    const proof = await issueClientCert(ca, { commonName: verificationToken });
+    const verified = await api.post(`/cas/${id}/verify`, {
+      body: proof.certPem,
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(verified.status).toBe(200);
+    return id;
+  }
 });

@@ -3,10 +3,10 @@ import type { Knex } from 'knex';
 import { AppError } from '../../errors/app-error.js';
 import {
   CertificateError,
-  parseCertificate,
-  permitsClientAuth,
+  readClientLeaf,
   splitPemBundle,
   verifyChain,
+  type ClientLeafProblem,
 } from '../../crypto/certificates.js';
 import {
   authenticatorsRepository,
@@ -25,6 +25,13 @@ export interface CertMethodDeps {
 }
 
 const invalidAuth = (detail: string) => new AppError('INVALID_AUTH', { detail });
+
+const LEAF_REFUSALS: Record<ClientLeafProblem, string> = {
+  unreadable: 'unparseable client certificate',
+  'ca-certificate': 'a CA certificate is not a client certificate',
+  'outside-validity': 'certificate expired or not yet valid', // not asked: the policy decides
+  'not-client-auth': 'certificate not for client authentication',
+};
 
 /**
  * Client-certificate authentication. The leaf must chain to our signing CA
@@ -55,16 +62,11 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
   return async function authenticateCertificate(chain: Buffer[]): Promise<PrimaryAuthResult> {
     const [leaf, ...rest] = chain;
     if (!leaf) throw invalidAuth('no client certificate');
-    let cert;
-    try {
-      cert = parseCertificate(leaf);
-    } catch (err) {
-      if (err instanceof CertificateError) throw invalidAuth('unparseable client certificate');
-      throw err;
-    }
+    // Without a date: the policy decides below whether an expired certificate may log in.
+    const { cert, problem } = readClientLeaf(leaf);
+    if (problem) throw invalidAuth(LEAF_REFUSALS[problem]);
     const authenticator = await authenticatorsRepository.findByCertificate(knex, cert);
     if (!authenticator) throw invalidAuth('certificate not enrolled');
-    if (!permitsClientAuth(leaf)) throw invalidAuth('certificate not for client authentication');
     const at = now();
     // A peer-supplied intermediate that cannot be parsed makes the chain untrusted, not a 500.
     const trusted = await trust(

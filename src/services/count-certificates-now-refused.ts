@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { CertificateError, parseCertificate, permitsClientAuth } from '../crypto/certificates.js';
+import { permitsClientAuth, tryParseCertificate } from '../crypto/certificates.js';
 import { authenticatorsRepository } from '../repositories/authenticators-repository.js';
 import { casRepository } from '../repositories/cas-repository.js';
 
@@ -14,20 +14,14 @@ function refusedNow(certPem: string, caCertValid: boolean | undefined): boolean 
  * How many enrolled client certificates the chain rules refuse at login although older versions
  * accepted them: a leaf whose extendedKeyUsage lacks clientAuth, or one whose 3rd-party CA
  * certificate is outside its validity period. Intermediates are not stored, so a path through an
- * expired one shows only at login. One pass over the cert authenticators, for a warning at start.
+ * expired one shows only at login. One batched pass over the cert authenticators, for a warning at
+ * start (src/app.ts).
  */
 export async function countCertificatesNowRefused(knex: Knex, at: Date): Promise<number> {
   const caValid = new Map<string, boolean>();
   for (const ca of await casRepository.listAuthEnabled(knex)) {
     // A warning must never stop a start: a CA certificate that cannot be read is left out.
-    const dates = (() => {
-      try {
-        return parseCertificate(ca.certPem);
-      } catch (err) {
-        if (err instanceof CertificateError) return undefined;
-        throw err;
-      }
-    })();
+    const dates = tryParseCertificate(ca.certPem);
     if (dates) caValid.set(ca.id, dates.notBefore <= at && at <= dates.notAfter);
   }
   let refused = 0;
