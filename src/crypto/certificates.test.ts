@@ -448,4 +448,17 @@ describe('permitsClientAuth', () => {
     expect(permitsClientAuth((await serverAuthOnlyLeaf(signing, 'web')).certPem)).toBe(false);
     expect(permitsClientAuth((await issueServerCert(signing, { hosts: ['both'] })).certPem)).toBe(true);
   });
+
+  it('is false when the extendedKeyUsage extension is there but cannot be decoded', async () => {
+    const keys = await generateEcKeyPair();
+    for (const value of [new Uint8Array([1, 2, 3]), new Uint8Array([0x30, 0x03, 0x02, 0x01, 0x05])]) {
+      const cert = await signCertificate(signing, {
+        subjectCn: 'garbled purpose',
+        publicKey: keys.publicKey,
+        validityDays: 1,
+        extensions: [new x509.Extension('2.5.29.37', false, value)],
+      });
+      expect(permitsClientAuth(pemText(cert))).toBe(false);
+    }
+  });
 });

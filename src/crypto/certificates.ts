@@ -116,6 +116,7 @@ export function certTbsSha256(pemOrDer: CertificateInput): string {
 
 const EKU_CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const EKU_ANY = '2.5.29.37.0';
+const EKU_OID = '2.5.29.37';
 
 /**
  * RFC 5280 §4.2.1.12: a certificate whose extendedKeyUsage names purposes may be used for those
@@ -130,7 +131,14 @@ export function permitsClientAuth(pemOrDer: CertificateInput): boolean {
     if (err instanceof CertificateError) return false;
     throw err;
   }
-  return usages === undefined || usages.includes(EKU_CLIENT_AUTH) || usages.includes(EKU_ANY);
+  if (usages !== undefined) return usages.includes(EKU_CLIENT_AUTH) || usages.includes(EKU_ANY);
+  // Node reports no usages both without the extension and with one it cannot decode: only the
+  // first is unrestricted, a purpose nobody can read permits nothing.
+  try {
+    return !peculiarCert(toDer(pemOrDer)).extensions.some((e) => e.type === EKU_OID);
+  } catch {
+    return false;
+  }
 }
 
 export function parseCertificate(pem: CertificateInput): ParsedCertificate {
