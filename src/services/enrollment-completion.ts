@@ -17,6 +17,7 @@ import {
   authenticatorsRepository,
   type NewAuthenticator,
 } from '../repositories/authenticators-repository.js';
+import { blockedCertificatesRepository } from '../repositories/blocked-certificates-repository.js';
 import { casRepository } from '../repositories/cas-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
 import {
@@ -93,6 +94,11 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
         method,
         ...credential,
       });
+      // As at auto enrollment, after the insert: a delete that blocks this certificate and is
+      // still in flight holds its row, so the check sees the block once that commits.
+      const { caId, certTbsSha256: tbs } = credential;
+      if (caId && tbs && (await blockedCertificatesRepository.isBlocked(trx, caId, tbs)))
+        throw certificateFailed('this certificate is blocked at its CA (an admin can lift the block)');
       await deps.changes.identityChanged(trx, afterCommit, consumed.identityId);
       audit.recordAfterCommit(afterCommit, {
         event: 'enrollment.completed',

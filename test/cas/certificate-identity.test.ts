@@ -10,6 +10,7 @@ import {
   CLIENT,
   identityDetail,
   managementApi,
+  pendingEnrollment,
   registerCaByApi,
   type ManagementApi,
 } from '../identities/identity-fixtures.js';
@@ -233,6 +234,31 @@ describe(`a certificate is one identity, and a deleted one stays out (${usingPos
     expect((await api.get(`/cas/${interId}/blocked-certificates`)).body.data).toEqual([
       expect.objectContaining({ tbsSha256: certTbsSha256(leaf.certPem) }),
     ]);
+  });
+
+  test('a blocked certificate cannot come back through a one-time token of its CA either; the token stays usable', async () => {
+    const { id: caId, ca } = await registerCaByApi(api, 'ottca-block', {
+      isAutoCaEnrollmentEnabled: true,
+      isOttCaEnrollmentEnabled: true,
+    });
+    const device = await issueClientCert(ca, { commonName: 'ottca-device' });
+    expect((await enroll(device)).status).toBe(200);
+    expect((await api.delete(`/identities/${(await identityOf(device.certPem))!}`)).status).toBe(200);
+    const pending = await pendingEnrollment(api, 'ottca-comeback', { ottca: caId });
+    const ottca = (certPem?: string) =>
+      asDevice(device, certPem).post(`${CLIENT}/enroll/ottca`, { body: { token: pending.token } });
+
+    const refused = await ottca();
+    const copy = await ottca(malleatedCopy(device.certPem));
+    const other = await issueClientCert(ca, { commonName: 'ottca-other' });
+    const fresh = await asDevice(other).post(`${CLIENT}/enroll/ottca`, { body: { token: pending.token } });
+
+    for (const res of [refused, copy]) {
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe('CERTIFICATE_FAILED_VALIDATION');
+    }
+    expect(fresh.status).toBe(200);
+    expect(await identityOf(other.certPem)).toBe(pending.identityId);
   });
 
   /** Registers `ca` (any CA certificate, not only a root) and proves its key, as an admin would. */
