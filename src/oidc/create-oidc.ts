@@ -155,6 +155,7 @@ export async function createOidc(deps: OidcDeps) {
     extJwt: deps.secondaryExtJwt,
     prefetch,
     findIdentityWithPolicy: deps.findIdentityWithPolicy,
+    audit: deps.audit,
   });
   const policy = createAccountPolicy({
     findIdentity: deps.findIdentity,

@@ -6,6 +6,7 @@ import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import { bearerTokens } from '../services/auth/bearer-tokens.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
+import type { AuditTrail } from '../services/audit-trail.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 
 export interface RefreshSecondFactorDeps {
@@ -13,6 +14,7 @@ export interface RefreshSecondFactorDeps {
   prefetch: Pick<GrantPrefetch, 'get'>;
   /** Only when the request read nothing of the grant yet (a refresh grant always has). */
   findIdentityWithPolicy: (id: string) => Promise<{ identity: Identity; policy: AuthPolicy } | undefined>;
+  audit?: AuditTrail;
 }
 
 type GrantToken = Parameters<FindAccount>[2];
@@ -39,18 +41,39 @@ export function createRefreshSecondFactor(deps: RefreshSecondFactorDeps) {
   /** The identity and its required signer, as the one read of the refresh token brought them. */
   async function requirementOf(ctx: KoaContextWithOIDC, sub: string, grantId: string) {
     const hit = deps.prefetch.get(ctx, grantId);
-    if (hit && hit.accountId === sub) return { identity: hit.identity, signerId: hit.secondaryExtJwtSigner };
+    if (hit && hit.accountId === sub) {
+      return {
+        identity: hit.identity,
+        signerId: hit.secondaryExtJwtSigner,
+        sessionId: hit.facts?.apiSessionId,
+      };
+    }
     const found = await deps.findIdentityWithPolicy(sub);
     return { identity: found?.identity, signerId: found?.policy.secondary.requireExtJwt ?? null };
   }
 
   async function check(ctx: KoaContextWithOIDC, sub: string, grantId: string): Promise<void> {
-    const { identity, signerId } = await requirementOf(ctx, sub, grantId);
+    const { identity, signerId, sessionId } = await requirementOf(ctx, sub, grantId);
     if (!identity || !signerId) return;
+    // As at the login (second-factors.ts); the grant is named by its API session, whose id is
+    // not a bearer secret (the grant's id is: docs/adr/0004-hashed-token-ids.md).
+    const audit = (outcome: 'success' | 'failure') =>
+      deps.audit?.record({
+        event: 'auth.second-factor',
+        method: 'ext-jwt',
+        outcome,
+        identityId: identity.id,
+        signerId,
+        grantType: 'refresh_token',
+        ...(sessionId !== undefined && { sessionId }),
+        ...(outcome === 'failure' && { reason: 'no-valid-jwt-of-the-signer' }),
+      });
     try {
       await deps.extJwt.checkSecondary(tokensByRequest.get(ctx.req) ?? [], signerId, identity);
+      audit('success');
     } catch (err) {
       if (!isAppError(err) || err.code !== 'UNAUTHORIZED') throw err;
+      audit('failure');
       // The challenge tells the client which JWT to bring, as at userinfo and on the Edge APIs.
       ctx.set('WWW-Authenticate', err.challenges.map(formatChallenge));
       throw new errors.InvalidGrant('a valid JWT of the secondary external JWT signer is required');

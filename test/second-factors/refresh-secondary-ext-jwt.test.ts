@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as oc from 'openid-client';
+import { pino } from 'pino';
 import { managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 import { exchangeCode, followToCallback, refreshTokens, type TokenSet } from '../helpers/oidc-client.js';
 import { statementsOf } from '../helpers/sql-statements.js';
@@ -23,8 +24,18 @@ describe('the refresh grant of an identity whose policy requires a secondary ext
   let api: ManagementApi;
   let idp: Idp;
   let policy: string;
+  /** The server's log, for its audit events. */
+  const logLines: string[] = [];
+  const auditEventsOf = (requestId: string | undefined) =>
+    logLines
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.audit === true && l.requestId === requestId);
   beforeAll(async () => {
-    server = await startTestServer();
+    const logger = pino({ level: 'info' }, { write: (chunk: string) => void logLines.push(chunk) });
+    server = await startTestServer({ logger });
     api = managementApi(server, await server.adminToken());
     idp = await createIdp(api, 'refresh-second');
     policy = await createPolicy(api, 'refresh-secondary-ext-jwt', { secondary: { requireExtJwt: idp.id } });
@@ -87,6 +98,30 @@ describe('the refresh grant of an identity whose policy requires a secondary ext
     expect(refreshed.claims()!.sub).toBe(user.id);
     expect(payloadOf(refreshed.access_token).z_asid).toBe(payloadOf(tokens.access_token).z_asid);
     expect(call.status).toBe(200);
+  });
+
+  test('a refused refresh and an accepted one are audited as the secondary JWT of a login is', async () => {
+    const { user, jwt, tokens } = await loggedIn('refresh-audited');
+    const asid = payloadOf(tokens.access_token).z_asid;
+
+    const refused = await refreshTokens(server.client, tokens.refresh_token!);
+    const accepted = await refreshWith(tokens.refresh_token!, bearer(jwt));
+
+    expect(refused.status).toBe(400);
+    expect(accepted.status).toBe(200);
+    const common = { event: 'auth.second-factor', method: 'ext-jwt', identityId: user.id, signerId: idp.id };
+    expect(auditEventsOf(refused.header('request-id'))).toEqual([
+      expect.objectContaining({
+        ...common,
+        outcome: 'failure',
+        reason: 'no-valid-jwt-of-the-signer',
+        grantType: 'refresh_token',
+        sessionId: asid,
+      }),
+    ]);
+    expect(auditEventsOf(accepted.header('request-id'))).toEqual([
+      expect.objectContaining({ ...common, outcome: 'success', sessionId: asid }),
+    ]);
   });
 
   test("another identity's JWT, an expired one, or one of another signer is refused; the refresh token stays usable", async () => {
