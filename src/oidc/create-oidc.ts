@@ -154,7 +154,6 @@ export async function createOidc(deps: OidcDeps) {
   const refreshSecondFactor = createRefreshSecondFactor({
     extJwt: deps.secondaryExtJwt,
     prefetch,
-    findIdentityWithPolicy: deps.findIdentityWithPolicy,
     audit: deps.audit,
   });
   const policy = createAccountPolicy({
