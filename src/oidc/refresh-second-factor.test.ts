@@ -32,7 +32,7 @@ describe('refresh second factor without the read of its refresh token', () => {
       grant: undefined,
       facts: undefined,
       identity: undefined,
-      secondaryExtJwtSigner: null,
+      requireExtJwtSigner: null,
     });
     const guard = createRefreshSecondFactor({ extJwt: { checkSecondary: async () => {} }, prefetch }).guard(
       findAccount,

@@ -44,7 +44,7 @@ export function createRefreshSecondFactor(deps: RefreshSecondFactorDeps) {
     if (!hit || hit.accountId !== sub || !hit.identity) throw new errors.InvalidGrant('grant not found');
     return {
       identity: hit.identity,
-      signerId: hit.secondaryExtJwtSigner,
+      signerId: hit.requireExtJwtSigner,
       sessionId: hit.facts?.apiSessionId,
     };
   }
