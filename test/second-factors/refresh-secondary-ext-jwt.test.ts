@@ -7,14 +7,15 @@ import { statementsOf } from '../helpers/sql-statements.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { discoverClient, issuerOf, payloadOf } from '../oidc/oidc-fixtures.js';
 import {
+  bearer,
   createIdp,
   createPolicy,
   createUser,
   extJwtChallenge,
+  extJwtHelpers,
   partialLogin,
   tokensFrom,
   type Idp,
-  type TestUser,
 } from './factor-fixtures.js';
 
 const ME = '/edge/client/v1/current-identity';
@@ -42,24 +43,7 @@ describe('the refresh grant of an identity whose policy requires a secondary ext
   });
   afterAll(() => server.close());
 
-  /** A password user of `policyId` whose externalId is the subject of its IdP JWTs. */
-  async function userOf(name: string, policyId = policy): Promise<TestUser> {
-    const user = await createUser(server, name, policyId);
-    const patched = await api.patch(`/identities/${user.id}`, { body: { externalId: `ext-${name}` } });
-    if (patched.status !== 200) throw new Error(`patch failed: ${patched.status} ${patched.text}`);
-    return user;
-  }
-  const jwtOf = (user: TestUser, o?: Parameters<Idp['jwt']>[1]) => idp.jwt(`ext-${user.name}`, o);
-  const bearer = (...tokens: string[]) => ({ authorization: tokens.map((t) => `Bearer ${t}`).join(', ') });
-
-  /** A completed login with password and secondary JWT; the code exchanged without the JWT. */
-  async function loggedIn(name: string) {
-    const user = await userOf(name);
-    const jwt = await jwtOf(user);
-    const { started, response } = await partialLogin(server.client, user, bearer(jwt));
-    expect(response.status).toBe(303);
-    return { user, jwt, tokens: await tokensFrom(server.client, started, response) };
-  }
+  const { userOf, jwtOf, loggedIn } = extJwtHelpers(() => ({ server, api, idp, policy }));
 
   const refreshWith = (refreshToken: string, headers: Record<string, string> = {}) =>
     server.client.post('/oidc/token', {
