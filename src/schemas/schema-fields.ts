@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { booleanField, line, text, trimSpaces } from './identity-schemas.js';
+import { booleanField, trimSpaces } from './identity-schemas.js';
+import { line, text } from './safe-text.js';
 
 /**
  * Field shapes shared by the policy, signer and CA bodies. Bodies may be form-encoded,
