@@ -41,7 +41,7 @@ function policyWith(revoked: { sessions?: string[]; generationBelow?: number }) 
     grant: undefined,
     facts,
     identity,
-    secondaryExtJwtSigner: null,
+    requireExtJwtSigner: null,
   });
   const policy = createAccountPolicy({
     findIdentity: async () => identity,

@@ -154,7 +154,7 @@ export async function createOidc(deps: OidcDeps) {
   const refreshSecondFactor = createRefreshSecondFactor({
     extJwt: deps.secondaryExtJwt,
     prefetch,
-    findIdentityWithPolicy: deps.findIdentityWithPolicy,
+    audit: deps.audit,
   });
   const policy = createAccountPolicy({
     findIdentity: deps.findIdentity,

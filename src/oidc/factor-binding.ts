@@ -12,6 +12,14 @@ export interface BindableFactor {
 
 export const TOTP_BINDING: BindableFactor = { typeId: 'MFA', owedName: 'a TOTP code' };
 
+/**
+ * The one rule of binding: a login may bind `factor` only when it is all the login still owes.
+ * The flow asks for an enrollment last and the routes show the enrollment page only then.
+ */
+export function owesOnly(owed: Pick<OwedFactors, 'authQueries'>, factor: BindableFactor): boolean {
+  return owed.authQueries.length > 0 && owed.authQueries.every((q) => q.typeId === factor.typeId);
+}
+
 const describeQuery = (q: AuthQuery) =>
   q.typeId === 'EXT-JWT' ? `EXT-JWT (signer ${String(q.id)})` : q.typeId;
 
@@ -27,8 +35,8 @@ export function assertReadyToBind(owed: OwedFactors, factor: BindableFactor): vo
   if (!owed.authQueries.some((q) => q.typeId === factor.typeId)) {
     throw new AppError('INVALID_AUTH_REQUEST', { message: `this login does not owe ${factor.owedName}` });
   }
+  if (owesOnly(owed, factor)) return;
   const others = owed.authQueries.filter((q) => q.typeId !== factor.typeId);
-  if (others.length === 0) return;
   const challenges = owed.challenges.map((c) => `WWW-Authenticate: ${formatChallenge(c)}`);
   throw new AppError('INVALID_AUTH_REQUEST', {
     message:

@@ -11,7 +11,7 @@ export interface PrefetchedGrant {
   facts: LoginFacts | undefined;
   identity: Identity | undefined;
   /** The identity's policy's `secondary.requireExtJwt`, read with it (null: none required). */
-  secondaryExtJwtSigner: string | null;
+  requireExtJwtSigner: string | null;
 }
 
 /**

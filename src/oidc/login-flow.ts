@@ -9,7 +9,7 @@ import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository
 import { MAX_CONFIG_TYPES } from '../schemas/authenticate-schemas.js';
 import { isDisabled } from '../services/auth/identity-status.js';
 import type { PrimaryAuthResult } from '../services/auth/primary-result.js';
-import type { EnrollmentStart, TotpService } from '../services/mfa/totp-service.js';
+import type { TotpService } from '../services/mfa/totp-service.js';
 import { CLIENT_ID } from './create-provider.js';
 import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
 import type { PrimaryMethod } from './login-paths.js';
@@ -19,6 +19,7 @@ import type { CompletedLogins } from './completed-logins.js';
 import type { LoginFacts } from './oidc-sessions.js';
 import { resumeInProcess } from './resume-in-process.js';
 import { assertReadyToBind, TOTP_BINDING } from './factor-binding.js';
+import { createLoginEnrollment, ownEnrollment } from './login-enrollment.js';
 import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second-factors.js';
 
 /*
@@ -30,10 +31,10 @@ import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second
  *         owes         kept on the auth request ("partially authenticated"), answered 200
  *         complete     facts for the tokens, in-process resume: the provider answers 303
  *
- * TOTP enrollment mid-flow starts, shows and abandons an enrollment on a pending login that owes
- * a TOTP code and nothing else (factor-binding.ts), without advancing it; its verify is a step.
- * The routes (routes/oidc-login-routes.ts) parse input and render the outcome as JSON or an HTML
- * page.
+ * TOTP enrollment mid-flow (login-enrollment.ts) starts, shows and abandons an enrollment on a
+ * pending login that owes a TOTP code and nothing else (factor-binding.ts), without advancing it;
+ * its verify is a step. The routes (routes/oidc-login-routes.ts) parse input and render the
+ * outcome as JSON or an HTML page.
  */
 
 /** One pending authorization request (an oidc-provider Interaction of prompt `login`). */
@@ -68,7 +69,7 @@ export interface IdentityWithPolicy {
 }
 
 /** A step's result: the new state, with the identity and policy it belongs to. */
-interface Progress extends IdentityWithPolicy {
+export interface Progress extends IdentityWithPolicy {
   state: LoginState;
 }
 
@@ -166,6 +167,13 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     deps.factors.evaluate(identity, policy, state, []);
 
   /**
+   * What is owed once the secondary JWTs of this request's `Authorization` header have counted:
+   * one that verifies is recorded in `progress.state` (the caller saves it).
+   */
+  const countRequestFactors = (ctx: Context, { identity, policy, state }: Progress) =>
+    deps.factors.evaluate(identity, policy, state, bearerTokens(ctx.get('authorization')));
+
+  /**
    * Every enrollment step, reading or writing, passes here: the login must owe a TOTP code and
    * nothing else once the secondary JWT of this request has counted (factor-binding.ts).
    * Otherwise a password alone could bind a secret of the caller's choosing to the account, or
@@ -175,17 +183,10 @@ export function createLoginFlow(deps: LoginFlowDeps) {
   async function readyToBind(ctx: Context, pending: PendingLogin): Promise<Progress & { owed: OwedFactors }> {
     const progress = await established(pending);
     const satisfiedBefore = progress.state.satisfied.length;
-    const { identity, policy, state } = progress;
-    const owed = await deps.factors.evaluate(identity, policy, state, bearerTokens(ctx.get('authorization')));
-    if (state.satisfied.length > satisfiedBefore) await savePending(pending, state);
+    const owed = await countRequestFactors(ctx, progress);
+    if (progress.state.satisfied.length > satisfiedBefore) await savePending(pending, progress.state);
     assertReadyToBind(owed, TOTP_BINDING);
     return { ...progress, owed };
-  }
-
-  /** The marker of the enrollment this login started; one it did not start is nobody's here. */
-  function ownEnrollment(state: LoginState): string {
-    if (state.totpEnrollment) return state.totpEnrollment;
-    throw new AppError('NOT_FOUND', { message: 'this login has no TOTP enrollment in progress' });
   }
 
   /**
@@ -253,10 +254,9 @@ export function createLoginFlow(deps: LoginFlowDeps) {
    */
   async function advance(ctx: Context, pending: PendingLogin, step: LoginStep): Promise<LoginOutcome> {
     const progress = await runStep(ctx, pending, step);
-    const { identity, policy, state } = progress;
-    const owed = await deps.factors.evaluate(identity, policy, state, bearerTokens(ctx.get('authorization')));
+    const owed = await countRequestFactors(ctx, progress);
     if (owed.authQueries.length > 0) {
-      await savePending(pending, state);
+      await savePending(pending, progress.state);
       return { kind: 'owes', ...owed };
     }
     await complete(ctx, pending, progress);
@@ -316,36 +316,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     async owed(pending: PendingLogin): Promise<OwedFactors> {
       return owedNow(await established(pending));
     },
-
-    /** `GET totp/enroll`: what is owed, for a login that owes a TOTP code only. */
-    async owedForEnrollment(ctx: Context, pending: PendingLogin): Promise<OwedFactors> {
-      return (await readyToBind(ctx, pending)).owed;
-    },
-
-    /**
-     * `POST totp/enroll`: 409 MFA_EXISTS when in progress or verified. The auth request keeps
-     * the enrollment's marker: its other enrollment steps reach only this one.
-     */
-    async startEnrollment(ctx: Context, pending: PendingLogin): Promise<EnrollmentStart> {
-      const { identity, state } = await readyToBind(ctx, pending);
-      const { start, marker } = await deps.totp.startMarkedEnrollment(identity.id, identity.name);
-      await savePending(pending, { ...state, totpEnrollment: marker });
-      return start;
-    },
-
-    /** The provisioning URL of the enrollment this login started, for the HTML page's QR code. */
-    async enrollmentUrl(ctx: Context, pending: PendingLogin): Promise<string | undefined> {
-      const { identity, state } = await readyToBind(ctx, pending);
-      return (
-        state.totpEnrollment && deps.totp.provisioningUrlFor(identity.id, { marker: state.totpEnrollment })
-      );
-    },
-
-    /** `DELETE totp/enroll`: abandons the enrollment this login started (404 when none). */
-    async abandonEnrollment(ctx: Context, pending: PendingLogin): Promise<void> {
-      const { identity, state } = await readyToBind(ctx, pending);
-      await deps.totp.abandonEnrollment(identity.id, { marker: ownEnrollment(state) });
-    },
+    ...createLoginEnrollment({ totp: deps.totp, readyToBind, savePending }),
   };
 }
 

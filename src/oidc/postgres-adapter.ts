@@ -200,7 +200,7 @@ export function createPostgresAdapter({
           grant: found.grant,
           facts: liveFacts(found.facts, found.sessionExpiresAt, at),
           identity: found.identity,
-          secondaryExtJwtSigner: found.secondaryExtJwtSigner,
+          requireExtJwtSigner: found.requireExtJwtSigner,
         });
       }
       return this.reply(id, found.token);

@@ -2,17 +2,15 @@ import type { IncomingMessage } from 'node:http';
 import { errors, type FindAccount, type KoaContextWithOIDC } from 'oidc-provider';
 import { isAppError } from '../errors/app-error.js';
 import { formatChallenge } from '../errors/www-authenticate.js';
-import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
-import type { Identity } from '../repositories/identities-repository.js';
 import { bearerTokens } from '../services/auth/bearer-tokens.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
+import type { AuditTrail } from '../services/audit-trail.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 
 export interface RefreshSecondFactorDeps {
   extJwt: Pick<ExtJwtMethod, 'checkSecondary'>;
   prefetch: Pick<GrantPrefetch, 'get'>;
-  /** Only when the request read nothing of the grant yet (a refresh grant always has). */
-  findIdentityWithPolicy: (id: string) => Promise<{ identity: Identity; policy: AuthPolicy } | undefined>;
+  audit?: AuditTrail;
 }
 
 type GrantToken = Parameters<FindAccount>[2];
@@ -36,21 +34,43 @@ function onlyBearerValues(header: string, tokens: string[]): boolean {
 export function createRefreshSecondFactor(deps: RefreshSecondFactorDeps) {
   const tokensByRequest = new WeakMap<IncomingMessage, string[]>();
 
-  /** The identity and its required signer, as the one read of the refresh token brought them. */
-  async function requirementOf(ctx: KoaContextWithOIDC, sub: string, grantId: string) {
+  /**
+   * The identity and its required signer, as the one read of the refresh token brought them. A
+   * refresh grant always has that read behind it; should it ever be missing, the refresh is
+   * refused rather than let through unchecked.
+   */
+  function requirementOf(ctx: KoaContextWithOIDC, sub: string, grantId: string) {
     const hit = deps.prefetch.get(ctx, grantId);
-    if (hit && hit.accountId === sub) return { identity: hit.identity, signerId: hit.secondaryExtJwtSigner };
-    const found = await deps.findIdentityWithPolicy(sub);
-    return { identity: found?.identity, signerId: found?.policy.secondary.requireExtJwt ?? null };
+    if (!hit || hit.accountId !== sub || !hit.identity) throw new errors.InvalidGrant('grant not found');
+    return {
+      identity: hit.identity,
+      signerId: hit.requireExtJwtSigner,
+      sessionId: hit.facts?.apiSessionId,
+    };
   }
 
   async function check(ctx: KoaContextWithOIDC, sub: string, grantId: string): Promise<void> {
-    const { identity, signerId } = await requirementOf(ctx, sub, grantId);
-    if (!identity || !signerId) return;
+    const { identity, signerId, sessionId } = requirementOf(ctx, sub, grantId);
+    if (!signerId) return;
+    // As at the login (second-factors.ts); the grant is named by its API session, whose id is
+    // not a bearer secret (the grant's id is: docs/adr/0004-hashed-token-ids.md).
+    const audit = (outcome: 'success' | 'failure') =>
+      deps.audit?.record({
+        event: 'auth.second-factor',
+        method: 'ext-jwt',
+        outcome,
+        identityId: identity.id,
+        signerId,
+        grantType: 'refresh_token',
+        ...(sessionId !== undefined && { sessionId }),
+        ...(outcome === 'failure' && { reason: 'no-valid-jwt-of-the-signer' }),
+      });
     try {
       await deps.extJwt.checkSecondary(tokensByRequest.get(ctx.req) ?? [], signerId, identity);
+      audit('success');
     } catch (err) {
       if (!isAppError(err) || err.code !== 'UNAUTHORIZED') throw err;
+      audit('failure');
       // The challenge tells the client which JWT to bring, as at userinfo and on the Edge APIs.
       ctx.set('WWW-Authenticate', err.challenges.map(formatChallenge));
       throw new errors.InvalidGrant('a valid JWT of the secondary external JWT signer is required');

@@ -92,9 +92,9 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
 
   /**
    * Every factor still owed: a code of a verified TOTP first, a TOTP still to be enrolled last,
-   * since binding a new factor waits for every other one (factor-binding.ts). A secondary JWT
-   * that verifies is recorded in `state` at once, so it stays satisfied for this auth request
-   * (the caller persists `state`).
+   * since binding a new factor waits until it is all that is owed (`owesOnly`, factor-binding.ts).
+   * A secondary JWT that verifies is recorded in `state` at once, so it stays satisfied for this
+   * auth request (the caller persists `state`).
    */
   async function evaluate(
     identity: Identity,

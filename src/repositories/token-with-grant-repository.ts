@@ -24,7 +24,7 @@ export interface TokenWithGrant {
   /** Undefined when the identity no longer exists. */
   identity: Identity | undefined;
   /** The signer whose JWT the identity's policy requires beside every token (`secondary.requireExtJwt`). */
-  secondaryExtJwtSigner: string | null;
+  requireExtJwtSigner: string | null;
 }
 
 const json = (v: unknown): Record<string, unknown> =>
@@ -46,7 +46,7 @@ SELECT t.payload, t.consumed_at, t.account_id,
        g.id AS g_id, g.payload AS g_payload, g.consumed_at AS g_consumed_at,
        f.id AS f_id, f.payload AS f_payload, s.expires_at AS s_expires_at,
        ${IDENTITY_COLUMNS.map((c) => `i.${c} AS i_${c}`).join(', ')},
-       p.secondary_require_ext_jwt_signer_id AS p_secondary_ext_jwt
+       p.secondary_require_ext_jwt_signer_id AS p_require_ext_jwt_signer
   FROM oidc_payloads t
   LEFT JOIN oidc_payloads g
          ON g.model = 'Grant' AND g.id = t.grant_id AND (g.expires_at IS NULL OR g.expires_at > ?)
@@ -80,7 +80,7 @@ export const tokenWithGrantRepository = {
       facts: r.f_id ? json(r.f_payload) : undefined,
       sessionExpiresAt: (r.s_expires_at as Date | null) ?? null,
       identity: r.i_id ? toIdentity(identityRow as unknown as Parameters<typeof toIdentity>[0]) : undefined,
-      secondaryExtJwtSigner: (r.p_secondary_ext_jwt as string | null) ?? null,
+      requireExtJwtSigner: (r.p_require_ext_jwt_signer as string | null) ?? null,
     };
   },
 };

@@ -82,7 +82,8 @@ function owedItem(q: AuthQuery): string {
     return `<li>A token of your identity provider (signer <code>${escapeHtml(String(q.id))}</code>), sent as
 <code>Authorization: Bearer</code> with the sign-in request.</li>`;
   }
-  // An authenticator to set up is listed last: it can be set up only once the rest is done.
+  // An authenticator to set up is listed last: it can be set up only once it is all that is owed
+  // (`owesOnly`, oidc/factor-binding.ts), and then the enrollment page is shown instead of this list.
   if (q.typeId === 'MFA' && q.isTotpEnrolled === false) {
     return '<li>Then an authenticator app, set up during this sign-in.</li>';
   }

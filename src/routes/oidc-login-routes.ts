@@ -5,6 +5,7 @@ import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import type { Oidc } from '../oidc/create-oidc.js';
 import type { LoginFlow, LoginOutcome, PendingLogin } from '../oidc/login-flow.js';
 import { LOGIN_PATHS, PRIMARY_LOGIN_PATHS } from '../oidc/login-paths.js';
+import { owesOnly, TOTP_BINDING } from '../oidc/factor-binding.js';
 import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
 import { mfaCodeSchema } from '../schemas/mfa-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
@@ -51,8 +52,7 @@ async function respond(ctx: Context, flow: LoginFlow, pending: PendingLogin, out
   if (!isHtmlForm(ctx)) return sendOwed(ctx, outcome.authQueries, outcome.challenges);
   const mfa = outcome.authQueries.find((q) => q.typeId === 'MFA');
   if (mfa?.isTotpEnrolled) renderTotpPage(ctx, pending.uid);
-  // Enrollment comes last, when nothing else is owed (oidc/factor-binding.ts).
-  else if (mfa && outcome.authQueries.length === 1) await showEnrollment(ctx, flow, pending);
+  else if (owesOnly(outcome, TOTP_BINDING)) await showEnrollment(ctx, flow, pending);
   else renderOwedPage(ctx, outcome.authQueries);
   setOwedHeaders(ctx, outcome.authQueries, outcome.challenges);
 }

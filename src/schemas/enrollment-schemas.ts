@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { line, text, username } from './identity-schemas.js';
+import { username } from './identity-schemas.js';
+import { line, text } from './safe-text.js';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
 

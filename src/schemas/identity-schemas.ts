@@ -2,23 +2,13 @@ import { z } from 'zod';
 import type { ListFields } from './list-filter.js';
 import { listQueryParser } from './list-query.js';
 import { trimSpaces, usernameProblem } from './name-rules.js';
-import { LINE_REASON, isForbiddenInLine } from './safe-text.js';
+import { LINE_REASON, isForbiddenInLine, line } from './safe-text.js';
 import { strictBody } from './strict-body.js';
 
 /**
  * Request bodies of the identity endpoints. Bodies may be JSON or form-encoded,
  * so booleans and integers also come as the strings a form carries.
  */
-
-/** Text stored in PostgreSQL: it cannot hold NUL, which would otherwise surface as a 500. */
-export const text = (max: number) =>
-  z
-    .string()
-    .max(max)
-    .refine((s) => !s.includes('\0'), 'must not contain NUL characters');
-
-/** Text shown on one line (names, ids, usernames, attributes): see isForbiddenInLine. */
-export const line = (max: number) => text(max).refine((s) => !isForbiddenInLine(s), LINE_REASON);
 
 const formBoolean = (v: unknown) => (v === 'true' ? true : v === 'false' ? false : v);
 export const booleanField = z.preprocess(formBoolean, z.boolean());

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
@@ -34,3 +36,13 @@ export function isForbiddenInLine(text: string): boolean {
 
 export const LINE_REASON =
   'must be a single line without control characters (C0, DEL, C1) or bidirectional formatting characters, nor unpaired surrogates';
+
+/** Text stored in PostgreSQL: it cannot hold NUL, which would otherwise surface as a 500. */
+export const text = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((s) => !s.includes('\0'), 'must not contain NUL characters');
+
+/** Text shown on one line (names, ids, usernames, attributes): see isForbiddenInLine. */
+export const line = (max: number) => text(max).refine((s) => !isForbiddenInLine(s), LINE_REASON);

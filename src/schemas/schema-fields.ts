@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { booleanField, line, text } from './identity-schemas.js';
+import { booleanField } from './identity-schemas.js';
 import { trimSpaces } from './name-rules.js';
+import { line, text } from './safe-text.js';
 
 /**
  * Field shapes shared by the policy, signer and CA bodies. Bodies may be form-encoded,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-export const IGNORED_MEMBER = 'Accepted for OpenZiti clients and ignored.';
+const IGNORED_MEMBER = 'Accepted for OpenZiti clients and ignored.';
 
 /**
  * A management create, replace or patch body: strict, so a misspelt member is a 400 naming it

@@ -38,10 +38,11 @@ const expired = () => new AppError('UNAUTHORIZED', { challenges: [challenges.ses
 /**
  * Legacy API sessions: an opaque token stored as its SHA-256, expiring after `sessionTimeout`
  * without use and `maxSessionDuration` after its login however busy (a stolen token must not be
- * kept alive forever by using it; the same ceiling as an OIDC refresh chain). The stored expiry is the session's real one (the one responses state); a use slides
- * it only once it lags the slid value by a minute (or a tenth of the timeout if that is shorter), so
- * a busy session costs one write a minute instead of one per request, and an idle session ends
- * between that slack and `sessionTimeout` after its last use (docs/operations.md).
+ * kept alive forever by using it; the same ceiling as an OIDC refresh chain). The stored expiry
+ * is the session's real one (the one responses state); a use slides it only once it lags the
+ * slid value by a minute (or a tenth of the timeout if that is shorter), so a busy session costs
+ * one write a minute instead of one per request, and an idle session ends between that slack
+ * and `sessionTimeout` after its last use (docs/operations.md).
  *
  * Sessions are kept in memory by token hash, so a request in the steady state reads nothing
  * (docs/architecture.md, "Legacy sessions in memory"). Every way a session ends reaches every

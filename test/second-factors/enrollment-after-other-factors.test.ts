@@ -5,10 +5,11 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { totpCode } from '../helpers/totp.js';
 import { payloadOf } from '../oidc/oidc-fixtures.js';
 import {
+  bearer,
   createIdp,
   createPolicy,
-  createUser,
   extJwtChallenge,
+  extJwtHelpers,
   partialLogin,
   tokensFrom,
   totpQuery,
@@ -42,7 +43,6 @@ describe('a new factor is bound only after every other owed factor (TOTP enrollm
     clientId: null,
     scopes: [],
   });
-  const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` });
   const start = (id: string, headers = {}) =>
     server.client.post(ENROLL, { body: { authRequestId: id }, headers });
   const verify = (id: string, code: string, headers = {}) =>
@@ -51,14 +51,8 @@ describe('a new factor is bound only after every other owed factor (TOTP enrollm
     server.client.delete(ENROLL, { body: { authRequestId: id }, headers });
   const show = (id: string, headers = {}) => server.client.get(`${ENROLL}?authRequestID=${id}`, { headers });
 
-  /** A password user of the policy without TOTP; its IdP JWTs name `ext-<name>`. */
-  async function victim(name: string): Promise<TestUser> {
-    const user = await createUser(server, name, bothPolicy);
-    const patched = await api.patch(`/identities/${user.id}`, { body: { externalId: `ext-${name}` } });
-    if (patched.status !== 200) throw new Error(`patch failed: ${patched.status} ${patched.text}`);
-    return user;
-  }
-  const jwtOf = (user: TestUser) => idp.jwt(`ext-${user.name}`);
+  /** Password users of the policy without TOTP; their IdP JWTs name `ext-<name>`. */
+  const { userOf: victim, jwtOf } = extJwtHelpers(() => ({ server, api, idp, policy: bothPolicy }));
   const totpRows = (user: TestUser) => server.app.knex('mfa_totp').where({ identity_id: user.id });
 
   function expectOwesExtJwtFirst(res: {

@@ -119,3 +119,43 @@ export async function createIdp(api: ManagementApi, name: string, extra: Record<
 }
 
 export type Idp = Awaited<ReturnType<typeof createIdp>>;
+
+/** `Authorization` carrying each of `tokens` as a Bearer value, in one header. */
+export const bearer = (...tokens: string[]) => ({
+  authorization: tokens.map((t) => `Bearer ${t}`).join(', '),
+});
+
+/** What the secondary external JWT helpers work with; read when a helper runs (set up in beforeAll). */
+export interface ExtJwtSetup {
+  server: TestServer;
+  api: ManagementApi;
+  idp: Idp;
+  /** The policy requiring `idp`'s JWT, for users made without another. */
+  policy: string;
+}
+
+/** Users whose externalId is the subject of the IdP's JWTs, their JWTs and their completed logins. */
+export function extJwtHelpers(setup: () => ExtJwtSetup) {
+  /** A password user of `policyId` whose externalId is the subject of its IdP JWTs. */
+  async function userOf(name: string, policyId = setup().policy): Promise<TestUser> {
+    const { server, api } = setup();
+    const user = await createUser(server, name, policyId);
+    const patched = await api.patch(`/identities/${user.id}`, { body: { externalId: `ext-${name}` } });
+    if (patched.status !== 200) throw new Error(`patch failed: ${patched.status} ${patched.text}`);
+    return user;
+  }
+  const jwtOf = (user: TestUser, o?: Parameters<Idp['jwt']>[1]) => setup().idp.jwt(`ext-${user.name}`, o);
+
+  /** A login completed with password and secondary JWT; the code exchanged without the JWT. */
+  async function loggedIn(name: string) {
+    const { server } = setup();
+    const user = await userOf(name);
+    const jwt = await jwtOf(user);
+    const { started, response } = await partialLogin(server.client, user, bearer(jwt));
+    if (response.status !== 303)
+      throw new Error(`login did not complete: ${response.status} ${response.text}`);
+    return { user, jwt, tokens: await tokensFrom(server.client, started, response) };
+  }
+
+  return { userOf, jwtOf, loggedIn };
+}

@@ -1,19 +1,21 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as oc from 'openid-client';
+import { pino } from 'pino';
 import { managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 import { exchangeCode, followToCallback, refreshTokens, type TokenSet } from '../helpers/oidc-client.js';
 import { statementsOf } from '../helpers/sql-statements.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { discoverClient, issuerOf, payloadOf } from '../oidc/oidc-fixtures.js';
 import {
+  bearer,
   createIdp,
   createPolicy,
   createUser,
   extJwtChallenge,
+  extJwtHelpers,
   partialLogin,
   tokensFrom,
   type Idp,
-  type TestUser,
 } from './factor-fixtures.js';
 
 const ME = '/edge/client/v1/current-identity';
@@ -23,32 +25,25 @@ describe('the refresh grant of an identity whose policy requires a secondary ext
   let api: ManagementApi;
   let idp: Idp;
   let policy: string;
+  /** The server's log, for its audit events. */
+  const logLines: string[] = [];
+  const auditEventsOf = (requestId: string | undefined) =>
+    logLines
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.audit === true && l.requestId === requestId);
   beforeAll(async () => {
-    server = await startTestServer();
+    const logger = pino({ level: 'info' }, { write: (chunk: string) => void logLines.push(chunk) });
+    server = await startTestServer({ logger });
     api = managementApi(server, await server.adminToken());
     idp = await createIdp(api, 'refresh-second');
     policy = await createPolicy(api, 'refresh-secondary-ext-jwt', { secondary: { requireExtJwt: idp.id } });
   });
   afterAll(() => server.close());
 
-  /** A password user of `policyId` whose externalId is the subject of its IdP JWTs. */
-  async function userOf(name: string, policyId = policy): Promise<TestUser> {
-    const user = await createUser(server, name, policyId);
-    const patched = await api.patch(`/identities/${user.id}`, { body: { externalId: `ext-${name}` } });
-    if (patched.status !== 200) throw new Error(`patch failed: ${patched.status} ${patched.text}`);
-    return user;
-  }
-  const jwtOf = (user: TestUser, o?: Parameters<Idp['jwt']>[1]) => idp.jwt(`ext-${user.name}`, o);
-  const bearer = (...tokens: string[]) => ({ authorization: tokens.map((t) => `Bearer ${t}`).join(', ') });
-
-  /** A completed login with password and secondary JWT; the code exchanged without the JWT. */
-  async function loggedIn(name: string) {
-    const user = await userOf(name);
-    const jwt = await jwtOf(user);
-    const { started, response } = await partialLogin(server.client, user, bearer(jwt));
-    expect(response.status).toBe(303);
-    return { user, jwt, tokens: await tokensFrom(server.client, started, response) };
-  }
+  const { userOf, jwtOf, loggedIn } = extJwtHelpers(() => ({ server, api, idp, policy }));
 
   const refreshWith = (refreshToken: string, headers: Record<string, string> = {}) =>
     server.client.post('/oidc/token', {
@@ -87,6 +82,30 @@ describe('the refresh grant of an identity whose policy requires a secondary ext
     expect(refreshed.claims()!.sub).toBe(user.id);
     expect(payloadOf(refreshed.access_token).z_asid).toBe(payloadOf(tokens.access_token).z_asid);
     expect(call.status).toBe(200);
+  });
+
+  test('a refused refresh and an accepted one are audited as the secondary JWT of a login is', async () => {
+    const { user, jwt, tokens } = await loggedIn('refresh-audited');
+    const asid = payloadOf(tokens.access_token).z_asid;
+
+    const refused = await refreshTokens(server.client, tokens.refresh_token!);
+    const accepted = await refreshWith(tokens.refresh_token!, bearer(jwt));
+
+    expect(refused.status).toBe(400);
+    expect(accepted.status).toBe(200);
+    const common = { event: 'auth.second-factor', method: 'ext-jwt', identityId: user.id, signerId: idp.id };
+    expect(auditEventsOf(refused.header('request-id'))).toEqual([
+      expect.objectContaining({
+        ...common,
+        outcome: 'failure',
+        reason: 'no-valid-jwt-of-the-signer',
+        grantType: 'refresh_token',
+        sessionId: asid,
+      }),
+    ]);
+    expect(auditEventsOf(accepted.header('request-id'))).toEqual([
+      expect.objectContaining({ ...common, outcome: 'success', sessionId: asid }),
+    ]);
   });
 
   test("another identity's JWT, an expired one, or one of another signer is refused; the refresh token stays usable", async () => {

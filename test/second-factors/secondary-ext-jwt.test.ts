@@ -6,16 +6,16 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { payloadOf } from '../oidc/oidc-fixtures.js';
 import {
+  bearer,
   createIdp,
   createPolicy,
-  createUser,
   extJwtChallenge,
+  extJwtHelpers,
   partialLogin,
   postTotp,
   tokensFrom,
   totpQuery,
   type Idp,
-  type TestUser,
 } from './factor-fixtures.js';
 
 const ME = '/edge/client/v1/current-identity';
@@ -48,24 +48,7 @@ describe('the secondary external JWT (on every API request, at the OIDC login, i
     scopes: ['openid', 'profile'],
   });
 
-  /** A password user of `policyId` whose externalId is the subject of its IdP JWTs. */
-  async function userOf(name: string, policyId = policy): Promise<TestUser> {
-    const user = await createUser(server, name, policyId);
-    const patched = await api.patch(`/identities/${user.id}`, { body: { externalId: `ext-${name}` } });
-    if (patched.status !== 200) throw new Error(`patch failed: ${patched.status} ${patched.text}`);
-    return user;
-  }
-  const jwtOf = (user: TestUser, o?: Parameters<Idp['jwt']>[1]) => idp.jwt(`ext-${user.name}`, o);
-  const bearer = (...tokens: string[]) => ({ authorization: tokens.map((t) => `Bearer ${t}`).join(', ') });
-
-  /** A user that has completed a login with both its password and its secondary JWT. */
-  async function loggedIn(name: string) {
-    const user = await userOf(name);
-    const jwt = await jwtOf(user);
-    const { started, response } = await partialLogin(server.client, user, bearer(jwt));
-    expect(response.status).toBe(303);
-    return { user, jwt, tokens: await tokensFrom(server.client, started, response) };
-  }
+  const { userOf, jwtOf, loggedIn } = extJwtHelpers(() => ({ server, api, idp, policy }));
 
   describe('at the primary login', () => {
     test('missing: 200 with exactly the EXT-JWT query and the missing challenge, no code', async () => {
