@@ -23,6 +23,8 @@ const CONSUME_SQL = `WITH consumed AS (
 ), api_session AS (${API_SESSION_UPDATE})
 SELECT count(*)::int AS n FROM consumed`;
 
+const EXTEND_BEFORE_UPSERT = `with "login_rows" as (${loginRowsUpdate('?')}), "api_session" as (${API_SESSION_UPDATE}) `;
+
 /**
  * Writes that move the end of a login's rows (src/oidc/login-lifetime.ts) inside a statement the
  * token request sends anyway, so a code exchange or a refresh costs no extra round trip.
@@ -43,9 +45,7 @@ export const loginRowsRepository = {
   /** Stores a refresh token and, in the same statement, moves its login's rows to end no earlier than `loginEnd`. */
   async upsertAndExtend(db: Db, row: OidcPayloadRow & { grantId: string }, loginEnd: Date): Promise<void> {
     await oidcPayloadsRepository
-      .upsertStatement(db, row)
-      .with('login_rows', db.raw(loginRowsUpdate('?'), [loginEnd, hashTokenId(row.grantId)]))
-      .with('api_session', db.raw(API_SESSION_UPDATE, [loginEnd]))
+      .upsertWith(db, EXTEND_BEFORE_UPSERT, [loginEnd, hashTokenId(row.grantId), loginEnd], row)
       .options(PREPARED);
   },
 };
