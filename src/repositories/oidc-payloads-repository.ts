@@ -50,7 +50,7 @@ const hashedOrNull = (id: string | null | undefined) => (id ? hashTokenId(id) : 
 
 /*
  * The statements every login and refresh sends, as fixed text: knex's query builder compiled them
- * anew on every call, about a tenth of the login's main-thread time (docs/benchmarks.md).
+ * anew on every call (docs/benchmarks.md, "Per-login CPU against baseline (c)").
  */
 const UPSERT_SQL = `insert into "oidc_payloads" ("account_id", "expires_at", "grant_id", "id", "model", "payload", "uid", "user_code") values (?, ?, ?, ?, ?, ?, ?, ?) on conflict ("model", "id") do update set "payload" = excluded."payload", "grant_id" = excluded."grant_id", "user_code" = excluded."user_code", "uid" = excluded."uid", "expires_at" = excluded."expires_at", "account_id" = excluded."account_id"`;
 const FIND_SQL = `select "payload", "consumed_at" from "oidc_payloads" where "model" = ? and ("expires_at" is null or "expires_at" > ?) and "id" = ? limit 1`;
