@@ -106,11 +106,9 @@ async function replaceSigners(db: Db, policyId: string, signerIds: string[]): Pr
  * The policy's allowed signers as one more column beside its row (`allowed_signers`, sorted), for
  * any query that has `auth_policies` in its FROM.
  */
-export const withSigners = (db: Db) =>
-  db.raw(
-    `ARRAY(SELECT s.signer_id FROM auth_policy_allowed_signers s
-            WHERE s.auth_policy_id = auth_policies.id ORDER BY s.signer_id) AS allowed_signers`,
-  );
+export const SIGNERS_COLUMN = `ARRAY(SELECT s.signer_id FROM auth_policy_allowed_signers s
+            WHERE s.auth_policy_id = auth_policies.id ORDER BY s.signer_id) AS allowed_signers`;
+export const withSigners = (db: Db) => db.raw(SIGNERS_COLUMN);
 
 /**
  * A policy selected as `to_jsonb(auth_policies.*)` beside another table's row, with its signers

@@ -1,5 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { PREPARED } from '../db/prepared.js';
+import { fixedSelectFirst } from './fixed-select.js';
 import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export type AuthenticatorMethod = 'updb' | 'cert';
@@ -50,6 +51,11 @@ const AUTHENTICATOR_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const satisfies readonly (keyof AuthenticatorRow)[];
+const BY_USERNAME_SQL = fixedSelectFirst('authenticators', AUTHENTICATOR_COLUMNS, ['method', 'username']);
+const BY_FINGERPRINT_SQL = fixedSelectFirst('authenticators', AUTHENTICATOR_COLUMNS, [
+  'method',
+  'cert_fingerprint',
+]);
 
 export const toAuthenticator = (r: AuthenticatorRow): Authenticator => ({
   id: r.id,
@@ -99,18 +105,14 @@ export const authenticatorsRepository = {
   },
 
   async findByUsername(db: Db, username: string): Promise<Authenticator | undefined> {
-    const row: AuthenticatorRow | undefined = await db('authenticators')
-      .where({ method: 'updb', username })
-      .first(AUTHENTICATOR_COLUMNS)
-      .options(PREPARED);
+    const { rows } = await db.raw(BY_USERNAME_SQL, ['updb', username]).options(PREPARED);
+    const row = rows[0] as AuthenticatorRow | undefined;
     return row && toAuthenticator(row);
   },
 
   async findByFingerprint(db: Db, fingerprint: string): Promise<Authenticator | undefined> {
-    const row: AuthenticatorRow | undefined = await db('authenticators')
-      .where({ method: 'cert', cert_fingerprint: fingerprint })
-      .first(AUTHENTICATOR_COLUMNS)
-      .options(PREPARED);
+    const { rows } = await db.raw(BY_FINGERPRINT_SQL, ['cert', fingerprint]).options(PREPARED);
+    const row = rows[0] as AuthenticatorRow | undefined;
     return row && toAuthenticator(row);
   },
 

@@ -1,5 +1,6 @@
 import type { Db } from '../db/create-database.js';
-import { policyFromJson, withSigners, type AuthPolicy } from './auth-policies-repository.js';
+import { policyFromJson, SIGNERS_COLUMN, type AuthPolicy } from './auth-policies-repository.js';
+import { fixedSelectFirst } from './fixed-select.js';
 import { PREPARED } from '../db/prepared.js';
 import { countedRows, mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
@@ -53,6 +54,13 @@ export const IDENTITY_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const satisfies readonly (keyof IdentityRow)[];
+
+const FIND_BY_ID_SQL = fixedSelectFirst('identities', IDENTITY_COLUMNS, ['id']);
+/** The identity, its policy as JSON and the policy's allowed signers: the reads of every login step. */
+const WITH_POLICY_SQL = `select ${IDENTITY_COLUMNS.map((c) => `"identities"."${c}"`).join(', ')},
+  to_jsonb(auth_policies.*) AS policy, ${SIGNERS_COLUMN}
+  from "identities" inner join "auth_policies" on "auth_policies"."id" = "identities"."auth_policy_id"
+  where "identities"."id" = ? limit 1`;
 
 export const toIdentity = (r: IdentityRow): Identity => ({
   id: r.id,
@@ -123,26 +131,15 @@ export const identitiesRepository = {
   },
 
   async findById(db: Db, id: string): Promise<Identity | undefined> {
-    const row: IdentityRow | undefined = await db('identities')
-      .where({ id })
-      .first(IDENTITY_COLUMNS)
-      .options(PREPARED);
+    const { rows } = await db.raw(FIND_BY_ID_SQL, [id]).options(PREPARED);
+    const row = rows[0] as IdentityRow | undefined;
     return row && toIdentity(row);
   },
 
   /** An identity with the policy that governs it, in one statement. */
   async findWithPolicy(db: Db, id: string): Promise<{ identity: Identity; policy: AuthPolicy } | undefined> {
-    const row: (IdentityRow & { policy: unknown; allowed_signers: string[] }) | undefined = await db(
-      'identities',
-    )
-      .join('auth_policies', 'auth_policies.id', 'identities.auth_policy_id')
-      .where('identities.id', id)
-      .first(
-        ...IDENTITY_COLUMNS.map((c) => `identities.${c}`),
-        db.raw('to_jsonb(auth_policies.*) AS policy'),
-        withSigners(db),
-      )
-      .options(PREPARED);
+    const { rows } = await db.raw(WITH_POLICY_SQL, [id]).options(PREPARED);
+    const row = rows[0] as (IdentityRow & { policy: unknown; allowed_signers: string[] }) | undefined;
     return row && { identity: toIdentity(row), policy: policyFromJson(row.policy, row.allowed_signers) };
   },
 

@@ -6,11 +6,17 @@ import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-rep
 /*
  * The rows a login keeps besides its codes and tokens: the provider's Grant and our SvcLogin facts
  * (both keyed by the grant id's hash; the facts keep their API session id in `uid`), and that API
- * session. Their end only ever moves later (GREATEST), so writes in any order agree.
+ * session. Their end only ever moves later (GREATEST), so writes in any order agree. A row that
+ * already ends at or after the new end is left untouched: a refresh's access token ends long
+ * before its refresh chain, and rewriting a row costs PostgreSQL a new row version and an entry in
+ * each of its indexes for nothing. The API session follows its facts row: both are written with
+ * the same end (insertWithLoginFacts) and only ever moved together here, so when the facts need no
+ * move, neither does the session.
  */
 const loginRowsUpdate = (grantIds: string) =>
   `UPDATE oidc_payloads SET expires_at = GREATEST(expires_at, ?)
     WHERE model IN ('Grant', 'SvcLogin') AND id IN (${grantIds})
+      AND (expires_at IS NULL OR expires_at < ?)
    RETURNING uid`;
 const API_SESSION_UPDATE = `UPDATE api_sessions SET expires_at = GREATEST(expires_at, ?)
     WHERE id IN (SELECT uid FROM login_rows)`;
@@ -22,6 +28,8 @@ const CONSUME_SQL = `WITH consumed AS (
 ), login_rows AS (${loginRowsUpdate('SELECT grant_id FROM consumed')}
 ), api_session AS (${API_SESSION_UPDATE})
 SELECT count(*)::int AS n FROM consumed`;
+
+const EXTEND_BEFORE_UPSERT = `with "login_rows" as (${loginRowsUpdate('?')}), "api_session" as (${API_SESSION_UPDATE}) `;
 
 /**
  * Writes that move the end of a login's rows (src/oidc/login-lifetime.ts) inside a statement the
@@ -35,7 +43,7 @@ export const loginRowsRepository = {
    */
   async consumeAndExtend(db: Db, model: string, id: string, at: Date, loginEnd: Date): Promise<boolean> {
     const { rows } = await db
-      .raw(CONSUME_SQL, [at, model, hashTokenId(id), loginEnd, loginEnd])
+      .raw(CONSUME_SQL, [at, model, hashTokenId(id), loginEnd, loginEnd, loginEnd])
       .options(PREPARED);
     return Number((rows[0] as { n: number }).n) > 0;
   },
@@ -43,9 +51,7 @@ export const loginRowsRepository = {
   /** Stores a refresh token and, in the same statement, moves its login's rows to end no earlier than `loginEnd`. */
   async upsertAndExtend(db: Db, row: OidcPayloadRow & { grantId: string }, loginEnd: Date): Promise<void> {
     await oidcPayloadsRepository
-      .upsertStatement(db, row)
-      .with('login_rows', db.raw(loginRowsUpdate('?'), [loginEnd, hashTokenId(row.grantId)]))
-      .with('api_session', db.raw(API_SESSION_UPDATE, [loginEnd]))
+      .upsertWith(db, EXTEND_BEFORE_UPSERT, [loginEnd, hashTokenId(row.grantId), loginEnd, loginEnd], row)
       .options(PREPARED);
   },
 };

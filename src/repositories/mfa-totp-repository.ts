@@ -1,5 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { PREPARED } from '../db/prepared.js';
+import { fixedSelectFirst } from './fixed-select.js';
 
 /** One identity's TOTP configuration; the secret stays sealed here. */
 export interface TotpConfig {
@@ -34,6 +35,7 @@ const TOTP_COLUMNS = [
   'verified_at',
   'started_by_session',
 ] as const satisfies readonly (keyof TotpRow)[];
+const FIND_SQL = fixedSelectFirst('mfa_totp', TOTP_COLUMNS, ['identity_id']);
 
 const toConfig = (r: TotpRow): TotpConfig => ({
   identityId: r.identity_id,
@@ -58,10 +60,8 @@ export const mfaTotpRepository = {
   },
 
   async find(db: Db, identityId: string): Promise<TotpConfig | undefined> {
-    const row: TotpRow | undefined = await db('mfa_totp')
-      .where({ identity_id: identityId })
-      .first(TOTP_COLUMNS)
-      .options(PREPARED);
+    const { rows } = await db.raw(FIND_SQL, [identityId]).options(PREPARED);
+    const row = rows[0] as TotpRow | undefined;
     return row && toConfig(row);
   },
 

@@ -1,0 +1,17 @@
+const quoted = (name: string) => `"${name}"`;
+
+/**
+ * The text of `select <columns> from <table> where <each of where> = ? limit 1`, built once at
+ * module load for the reads every login sends: knex's query builder compiled the same text anew
+ * on each call (docs/benchmarks.md, "Per-login CPU against baseline (c)"). Names are the
+ * repositories' own constants, never input.
+ */
+export function fixedSelectFirst(
+  table: string,
+  columns: readonly string[],
+  where: readonly string[],
+): string {
+  const cols = columns.map((c) => `${quoted(table)}.${quoted(c)}`).join(', ');
+  const conditions = where.map((c) => `${quoted(table)}.${quoted(c)} = ?`).join(' and ');
+  return `select ${cols} from ${quoted(table)} where ${conditions} limit 1`;
+}
