@@ -9,7 +9,7 @@ interface Frame {
 /** The end (exclusive) of the JSON string token that opens at `start`. */
 function stringEnd(raw: string, start: number): number {
   let i = start + 1;
-  while (raw[i] !== '"') i += raw[i] === '\\' ? 2 : 1;
+  while (i < raw.length && raw[i] !== '"') i += raw[i] === '\\' ? 2 : 1;
   return i + 1;
 }
 
