@@ -9,20 +9,59 @@
 const SHOWN_ESCAPED =
   '\\u0000-\\u001f\\u007f-\\u009f\\p{Cf}\\p{Default_Ignorable_Code_Point}\\p{Zl}\\p{Zp}' +
   '\\p{Noncharacter_Code_Point}\\p{Cs}';
-const UNSAFE = new RegExp(`[${SHOWN_ESCAPED}]`, 'gu');
-const UNSAFE_BUT_NEWLINE = new RegExp(`(?!\\n)[${SHOWN_ESCAPED}]`, 'gu');
+const ALWAYS = new RegExp(`^[${SHOWN_ESCAPED}]$`, 'u');
+/**
+ * Also looked at: every space other than U+0020 (a no-break or ideographic space makes
+ * `alice bob` two names), U+2800 (blank braille, a symbol that shows as a space) and every
+ * combining mark, shown only where it sits on a letter (see markOnLetter).
+ */
+const LOOKED_AT = `[${SHOWN_ESCAPED}\\u2800\\p{M}]|(?! )\\p{Zs}`;
+const UNSAFE = new RegExp(LOOKED_AT, 'gu');
+const UNSAFE_BUT_NEWLINE = new RegExp(`(?!\\n)(?:${LOOKED_AT})`, 'gu');
 
 /** A letter or mark outside ASCII: the neighbours a joiner has in Persian or Indic writing. */
 const SCRIPT_LETTER = /^(?![\p{ASCII}])[\p{L}\p{M}]$/u;
+const MARK = /^\p{M}$/u;
+/** What a mark may sit on: not the start, not ASCII (Latin letters come precomposed in NFC), not a space or control. */
+const BASE = /^[^\p{ASCII}\p{Z}\p{C}]$/u;
+/**
+ * Viramas that show nothing and only stack the next consonant (Indic_Syllabic_Category
+ * Invisible_Stacker, Unicode IndicSyllabicCategory.txt): shown only before a letter.
+ */
+const INVISIBLE_STACKER =
+  /^[\u1039\u17d2\u1a60\u1bab\uaaf6\u{10a3f}\u{11133}\u{1193e}\u{11a47}\u{11a99}\u{11d45}\u{11d97}\u{11f42}]$/u;
+
+const before = (text: string, offset: number) => [...text.slice(Math.max(0, offset - 2), offset)].pop() ?? '';
+const after = (text: string, offset: number, c: string) =>
+  [...text.slice(offset + c.length, offset + c.length + 2)][0] ?? '';
 
 /**
  * ZWNJ and ZWJ shape Persian, Arabic and Indic names and are shown as they are between two such
  * letters; anywhere else (`al\u200cice`) they only hide, and are escaped.
  */
-function joinerBetweenLetters(text: string, offset: number): boolean {
-  const before = [...text.slice(Math.max(0, offset - 2), offset)].pop() ?? '';
-  const after = [...text.slice(offset + 1, offset + 3)][0] ?? '';
-  return SCRIPT_LETTER.test(before) && SCRIPT_LETTER.test(after);
+const joinerBetweenLetters = (text: string, offset: number, c: string) =>
+  SCRIPT_LETTER.test(before(text, offset)) && SCRIPT_LETTER.test(after(text, offset, c));
+
+/**
+ * A combining mark is shown when it sits, possibly after other marks, on a letter outside ASCII
+ * (`क्ष`, `ü` decomposed in an older row excepted); at the start, after a space or on an ASCII
+ * letter it is escaped, and so is an invisible stacker with no letter after it (`alice\u1039`).
+ */
+function markOnLetter(text: string, offset: number, c: string): boolean {
+  let i = offset;
+  let base = before(text, i);
+  while (MARK.test(base)) {
+    i -= base.length;
+    base = before(text, i);
+  }
+  if (!BASE.test(base)) return false;
+  return !INVISIBLE_STACKER.test(c) || SCRIPT_LETTER.test(after(text, offset, c));
+}
+
+function shownRaw(c: string, offset: number, text: string): boolean {
+  if (c === '\u200c' || c === '\u200d') return joinerBetweenLetters(text, offset, c);
+  if (ALWAYS.test(c) || !MARK.test(c)) return false;
+  return markOnLetter(text, offset, c);
 }
 
 /** Every UTF-16 unit as `\uXXXX`: a character beyond U+FFFF becomes its JSON surrogate pair. */
@@ -40,7 +79,6 @@ const escape = (c: string) =>
 export function terminalText(text: string, options: { keepNewlines?: boolean } = {}): string {
   return text.replace(
     options.keepNewlines ? UNSAFE_BUT_NEWLINE : UNSAFE,
-    (c, offset: number, whole: string) =>
-      (c === '\u200c' || c === '\u200d') && joinerBetweenLetters(whole, offset) ? c : escape(c),
+    (c, offset: number, whole: string) => (shownRaw(c, offset, whole) ? c : escape(c)),
   );
 }

@@ -1,7 +1,9 @@
 import type { Context, Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { AppError, validationError } from '../errors/app-error.js';
-import { checkInput } from './check-input.js';
+import { checkInput, type InputProblem } from './check-input.js';
+import { duplicateMember } from './duplicate-member.js';
+import { prototypeKey } from './prototype-key.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 const LIMIT = '1mb';
@@ -27,6 +29,8 @@ export function parseBody(extraTypes: string[] = []) {
     formLimit: LIMIT,
     textLimit: LIMIT,
     jsonStrict: true,
+    // The raw text, for the checks JSON.parse and qs cannot make (rawBodyProblem); dropped after.
+    includeUnparsed: true,
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
     onError: (err) => {
       throw toBodyError(err as Error & { status?: number; type?: string });
@@ -51,13 +55,32 @@ export function parseBody(extraTypes: string[] = []) {
     await parser(ctx, async () => undefined);
     if (ctx.request.body === undefined) ctx.request.body = {};
     refuseBadInput(ctx.request.body);
+    refuseProblem(rawBodyProblem(ctx));
     return next();
   };
 }
 
 function refuseBadInput(body: unknown): void {
-  const problem = checkInput(body);
+  refuseProblem(checkInput(body));
+}
+
+function refuseProblem(problem: InputProblem | undefined): void {
   if (problem) throw validationError(problem.field ?? 'body', problem.reason);
+}
+
+/**
+ * A member name given twice in a JSON body, or a form key naming a property of Object.prototype:
+ * both parsers keep one reading without a word (the last value; nothing), so they are refused
+ * like an unknown member. The raw text, which may hold a password, is not kept on the request.
+ */
+function rawBodyProblem(ctx: Context): InputProblem | undefined {
+  const request = ctx.request as { rawBody?: unknown };
+  const raw = request.rawBody;
+  delete request.rawBody;
+  if (typeof raw !== 'string' || raw === '') return undefined;
+  if (ctx.is('application/json')) return duplicateMember(raw);
+  if (ctx.is('application/x-www-form-urlencoded')) return prototypeKey(raw);
+  return undefined;
 }
 
 function toBodyError(err: Error & { status?: number; type?: string }): AppError {

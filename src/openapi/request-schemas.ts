@@ -47,9 +47,12 @@ function strictDoc(schema: JsonSchema, ignored: readonly string[]): JsonSchema {
 }
 
 const NAME =
-  'PRECIS FreeformClass (RFC 8264 §4.3) in NFC: no invisible characters. A PUT or PATCH that ' +
-  'repeats the stored name unchanged is not checked again.';
-const USERNAME = 'PRECIS IdentifierClass (RFC 8264 §4.2) in NFC; case-sensitive.';
+  'PRECIS FreeformClass (RFC 8264 §4.3) in NFC: no invisible characters; no space other than ' +
+  'single U+0020 spaces, no U+2800, no combining mark without a letter to sit on. A PUT or ' +
+  'PATCH that repeats the stored name unchanged is not checked again.';
+const USERNAME =
+  'PRECIS IdentifierClass (RFC 8264 §4.2) in NFC; case-sensitive; Latin not mixed with ' +
+  'Cyrillic or Greek; no combining mark without a letter to sit on.';
 
 export const requestSchemas: Record<string, JsonSchema> = {
   // The route parses the credential (method=password only) and the extras separately.
@@ -74,7 +77,7 @@ export const requestSchemas: Record<string, JsonSchema> = {
       type: identityType,
       enrollment:
         'At most one of `ott: true`, `ottca: "<ca id>"`, `updb: "<username>"`; ' +
-        'the username is PRECIS IdentifierClass (RFC 8264 §4.2) in NFC.',
+        `the username: ${USERNAME}`,
       authPolicyId: 'Default `default`.',
     }),
     IDENTITY_IGNORED_MEMBERS,

@@ -14,7 +14,7 @@ const reorders = (first: string, second: string) => {
   return s.normalize('NFD') !== s;
 };
 
-function isVirama(cp: number | undefined): boolean {
+export function isVirama(cp: number | undefined): boolean {
   if (cp === undefined) return false;
   const c = String.fromCodePoint(cp);
   return c.normalize('NFD') === c && reorders(c, CLASS_8) && reorders(CLASS_10, c);

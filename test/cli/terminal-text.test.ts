@@ -45,6 +45,34 @@ describe('terminalText: values written to a terminal show controls instead of ob
     expect(terminalText('\u200c\u0645')).toBe('\\u200c\u0645');
   });
 
+  test('spaces other than U+0020 and blank braille are escaped: `alice\\u00a0bob` does not pass for `alice bob`', () => {
+    expect(terminalText('alice\u00a0bob')).toBe('alice\\u00a0bob');
+    expect(terminalText('a\u2003b\u3000c\u202fd')).toBe('a\\u2003b\\u3000c\\u202fd');
+    expect(terminalText('\u2800alice\u2800')).toBe('\\u2800alice\\u2800');
+    expect(terminalText('alice bob')).toBe('alice bob');
+  });
+
+  test('a combining mark with no letter to sit on, and an invisible stacker with nothing to stack, are escaped', () => {
+    expect(terminalText('alice\u1039')).toBe('alice\\u1039');
+    expect(terminalText('\u0301alice')).toBe('\\u0301alice');
+    expect(terminalText('a \u0301b')).toBe('a \\u0301b');
+    expect(terminalText('admin\u094d\u200d')).toBe('admin\\u094d\\u200d');
+    expect(terminalText('\u1000\u1039')).toBe('\u1000\\u1039');
+    expect(terminalText('"\u0301x"', { keepNewlines: true })).toBe('"\\u0301x"');
+  });
+
+  test('marks on the letters of their script are shown: conjuncts, vowel signs, Myanmar stacking', () => {
+    for (const name of [
+      '\u0915\u094d\u0937',
+      '\u0928\u092e\u0938\u094d\u0924\u0947',
+      '\u0915\u093f\u0902',
+      '\u1000\u1039\u1000',
+      '\u0e01\u0e34',
+    ]) {
+      expect(terminalText(name)).toBe(name);
+    }
+  });
+
   test('--json output escapes them with JSON escapes and parses back to the same values', () => {
     const value = { name: '\u200balice\u{E0041}', other: ['al\u00adice', '\ufeffx'] };
     const shown = terminalText(JSON.stringify(value, null, 2), { keepNewlines: true });

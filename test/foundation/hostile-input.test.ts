@@ -70,6 +70,27 @@ describe('hostile input at the edge: control characters and deep nesting (docs/o
     expect(log.errors()).toEqual([]);
   });
 
+  test('a member given twice in JSON, or a form key naming an Object.prototype property, is 400 at the edge, never logged as an error', async () => {
+    const started = await startAuthorization(server.client, { method: 'password' });
+    const twice = await server.client.post('/oidc/login/password', {
+      headers: { 'content-type': 'application/json' },
+      body: `{"authRequestId":"${started.authRequestId}","username":"x","username":"${ADMIN_USERNAME}","password":"p"}`,
+    });
+    const protoForm = await server.client.post('/oidc/login/password', {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `authRequestId=${started.authRequestId}&username=u&password=p&__proto__[x]=1`,
+    });
+    const authenticate = await server.client.post('/edge/client/v1/authenticate?method=password', {
+      headers: { 'content-type': 'application/json' },
+      body: `{"username":"${ADMIN_USERNAME}","password":"wrong","password":"${ADMIN_PASSWORD}"}`,
+    });
+    expectEdgeError(twice, 'username');
+    expectEdgeError(protoForm, '__proto__');
+    expectEdgeError(authenticate, 'password');
+    expect(JSON.stringify(authenticate.body)).not.toContain(ADMIN_PASSWORD);
+    expect(log.errors()).toEqual([]);
+  });
+
   test('other C0 controls are refused too, while TAB, LF and CR pass through to validation', async () => {
     const api = (body: unknown) =>
       server.client.post('/edge/management/v1/identities', {

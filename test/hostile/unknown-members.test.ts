@@ -142,4 +142,60 @@ describe('management bodies refuse members they do not know, at every level', ()
       expect(doc.components.schemas[component].description).toMatch(/ignored: `/);
     }
   });
+
+  describe('members a parser would drop or overwrite without a word', () => {
+    const form = (path: string, method: 'post' | 'patch', raw: string) =>
+      server.client[method](`${MGMT}${path}`, {
+        headers: { 'svc-session': adminToken, 'content-type': 'application/x-www-form-urlencoded' },
+        body: raw,
+      });
+    let adminToken: string;
+    beforeAll(async () => {
+      adminToken = await server.adminToken();
+    });
+
+    test.each([
+      ['__proto__[isAdmin]=true', '__proto__'],
+      ['constructor[prototype][isAdmin]=true', 'constructor'],
+      ['hasOwnProperty=x', 'hasOwnProperty'],
+      ['roleAttributes[__proto__]=x', 'roleAttributes'],
+    ])('a form body key %j is 400 naming %s, as the same member in JSON is', async (key, field) => {
+      const id = await createIdentity(api, { name: `form-${field}-${key.length}`, isAdmin: false });
+      const res = await form(`/identities/${id}`, 'patch', `${key}&externalId=x`);
+      expectNamed(res, field);
+      expect(res.body.error.cause.reason).toContain('must not use the member name');
+      expect(await identityDetail(api, id)).toMatchObject({ isAdmin: false, externalId: null });
+      expectNamed(await form('/identities', 'post', `name=form-${key.length}&isAdmin=false&${key}`), field);
+    });
+
+    test('a plain form body is still accepted', async () => {
+      const id = await createIdentity(api, { name: 'form-plain', isAdmin: false });
+      expect((await form(`/identities/${id}`, 'patch', 'externalId=ext-form')).status).toBe(200);
+      expect((await identityDetail(api, id)).externalId).toBe('ext-form');
+    });
+
+    test('a JSON member given twice is 400 naming it; the value is not changed', async () => {
+      const id = await createIdentity(api, { name: 'dup-json', isAdmin: false });
+      const raw = (body: string) =>
+        api.patch(`/identities/${id}`, { headers: { 'content-type': 'application/json' }, body });
+      const twice = await raw('{"isAdmin":false,"isAdmin":true}');
+      expectNamed(twice, 'isAdmin');
+      expect(twice.body.error.cause.reason).toBe('is given more than once');
+      // The same name spelt with an escape is the same member.
+      expectNamed(await raw('{"isAdmin":false,"is\\u0041dmin":true}'), 'isAdmin');
+      const nested = await api.post('/auth-policies', {
+        headers: { 'content-type': 'application/json' },
+        body: '{"name":"dup-nested","primary":{"updb":{"allowed":false,"allowed":true}}}',
+      });
+      expectNamed(nested, 'primary');
+      expect(nested.body.error.cause.reason).toContain('"allowed" more than once');
+      expect((await identityDetail(api, id)).isAdmin).toBe(false);
+      // The same name in two different objects, and inside string values, is not a duplicate.
+      const fine = await api.post('/auth-policies', {
+        headers: { 'content-type': 'application/json' },
+        body: '{"name":"dup-\\"name\\":{","primary":{"updb":{"allowed":true},"cert":{"allowed":true}}}',
+      });
+      expect(fine.status).toBe(201);
+    });
+  });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import { generateRootCa } from '../../src/crypto/pki.js';
-import { precisProblem } from '../../src/schemas/precis.js';
+import { nameProblem } from '../../src/schemas/name-rules.js';
 import { invisibleText } from '../hostile/hostile-values.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { createIdentity, identityDetail, managementApi, type ManagementApi } from './identity-fixtures.js';
@@ -22,6 +22,27 @@ const INVISIBLE = [
 const PERSIAN = '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645';
 // Devanagari KSSA with an explicit half form: ZWJ after a virama (RFC 5892 A.2).
 const DEVANAGARI = '\u0915\u094d\u200d\u0937';
+/** Names that read as `alice bob` or `alice` beside it: other spaces, blank braille, stray marks. */
+const BLANK_OR_STRAY = [
+  'alice\u00a0bob',
+  'alice\u2003bob',
+  'alice\u3000bob',
+  'alice  bob',
+  '\u2800alice',
+  'alice\u2800',
+  'alice\u1039',
+  '\u0301alice',
+];
+/** Usernames that read as `admin`: one Cyrillic or Greek letter, an invisible stacker, a trailing joiner. */
+const LOOKALIKE_USERNAMES = [
+  '\u0430dmin',
+  '\u03b1dmin',
+  'admin\u1039',
+  'admin\u094d\u200d',
+  'admin\u094d',
+  'admin\u2800',
+  '\u0301admin',
+];
 
 describe('names and usernames refuse invisible characters (PRECIS, RFC 8264)', () => {
   let server: TestServer;
@@ -102,13 +123,13 @@ describe('names and usernames refuse invisible characters (PRECIS, RFC 8264)', (
     }
   });
 
-  test('generated names with invisible pieces: 201 exactly when FreeformClass allows them, else 400 on name', async () => {
+  test('generated names with invisible pieces: 201 exactly when the name rule allows them, else 400 on name', async () => {
     const samples = fc.sample(invisibleText, { seed: 7, numRuns: 120 });
     const outcomes = [];
     for (const [i, text] of samples.entries()) {
       const name = `${i}-${text}`;
       const res = await api.post('/identities', { body: { name, isAdmin: false } });
-      const expected = precisProblem(name, 'freeform') ? 400 : 201;
+      const expected = nameProblem(name) ? 400 : 201;
       outcomes.push({ name, status: res.status, field: res.body.error?.cause?.field ?? 'name' });
       expect({ name, status: res.status }).toEqual({ name, status: expected });
     }
@@ -139,5 +160,69 @@ describe('names and usernames refuse invisible characters (PRECIS, RFC 8264)', (
     await server.app.knex('auth_policies').where({ id: policyId }).update({ name: legacy });
     expect((await api.put(`/auth-policies/${policyId}`, { body: { name: legacy } })).status).toBe(200);
     expect((await api.patch(`/auth-policies/${policyId}`, { body: { name: legacy } })).status).toBe(200);
+  });
+
+  test.each(BLANK_OR_STRAY)('identity name %j is 400 on field name, on create and on PATCH', async (name) => {
+    expectRefused(await api.post('/identities', { body: { name, isAdmin: false } }), 'name');
+    const id = await createIdentity(api, { name: fresh('spaces'), isAdmin: false });
+    expectRefused(await api.patch(`/identities/${id}`, { body: { name } }), 'name');
+    expectRefused(await api.post('/auth-policies', { body: { name } }), 'name');
+  });
+
+  test('spaces of any kind around a name are dropped, not kept or refused', async () => {
+    const name = fresh('edges');
+    const id = await createIdentity(api, { name: ` \u00a0${name}\u3000`, isAdmin: false });
+    expect((await identityDetail(api, id)).name).toBe(name);
+  });
+
+  test('names keep single U+0020 spaces, conjuncts and letters of any script, mixed or not', async () => {
+    for (const name of [
+      `alice bob ${fresh('x')}`,
+      `\u0915\u094d\u0937 ${fresh('x')}`,
+      `\u0430lice-${fresh('x')}`,
+      `\u1000\u1039\u1000-${fresh('x')}`,
+    ]) {
+      const id = await createIdentity(api, { name, isAdmin: false });
+      expect((await identityDetail(api, id)).name).toBe(name);
+    }
+  });
+
+  test.each(LOOKALIKE_USERNAMES)(
+    'username %j is 400 on its field, at identity create and at POST /enrollments',
+    async (username) => {
+      const created = await api.post('/identities', {
+        body: { name: fresh('look'), isAdmin: false, enrollment: { updb: username } },
+      });
+      expectRefused(created, 'enrollment.updb');
+      expect(created.body.error.cause.reason).not.toContain(username);
+      const identityId = await createIdentity(api, { name: fresh('look'), isAdmin: false });
+      expectRefused(
+        await api.post('/enrollments', { body: { method: 'updb', identityId, username } }),
+        'username',
+      );
+    },
+  );
+
+  test('usernames all in one script, Cyrillic, Greek or Devanagari with its conjuncts, are accepted', async () => {
+    for (const updb of [
+      '\u0430\u0434\u043c\u0438\u043d',
+      '\u03b4\u03b9\u03b1',
+      '\u0915\u094d\u0937\u0924\u094d\u0930',
+      'anna-1.x',
+    ]) {
+      const res = await api.post('/identities', {
+        body: { name: fresh('script'), isAdmin: false, enrollment: { updb } },
+      });
+      expect({ updb, status: res.status }).toEqual({ updb, status: 201 });
+    }
+  });
+
+  test('a name stored with a no-break space stays readable and a PUT repeating it is accepted', async () => {
+    const id = await createIdentity(api, { name: fresh('nbsp'), isAdmin: false });
+    const legacy = `${fresh('nbsp')}\u00a0x`;
+    await server.app.knex('identities').where({ id }).update({ name: legacy });
+    expect((await identityDetail(api, id)).name).toBe(legacy);
+    const put = await api.put(`/identities/${id}`, { body: { name: legacy, isAdmin: false } });
+    expect(put.status).toBe(200);
   });
 });
