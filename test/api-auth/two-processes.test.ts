@@ -123,9 +123,12 @@ describeWithPostgres('two controller processes on one PostgreSQL database', () =
   test('a refresh token replayed on A revokes the session on B', async () => {
     const user = await userWithPassword('turing');
     const { tokens } = await oidcLogin(onB, { body: { username: 'turing', password: user.password } });
-    const rotated = await refreshTokens(onA, tokens.refresh_token!);
+    // Behind one address, as replicas are: each process serves the other's address too, and a
+    // refresh token is redeemed only at the issuer of its login, B's.
+    const onAasB = { host: new URL(b.url).host };
+    const rotated = await refreshTokens(onA, tokens.refresh_token!, onAasB);
     expect(rotated.status).toBe(200);
-    const replay = await refreshTokens(onA, tokens.refresh_token!);
+    const replay = await refreshTokens(onA, tokens.refresh_token!, onAasB);
     expect(replay.status).toBe(400);
     expect(replay.body.error).toBe('invalid_grant');
     await waitFor(async () => (await me(onB, rotated.body.access_token)).status === 401, {

@@ -168,9 +168,14 @@ export function exchangeCode(
   });
 }
 
-export function refreshTokens(client: HttpsClient, refreshToken: string): Promise<TestResponse> {
+export function refreshTokens(
+  client: HttpsClient,
+  refreshToken: string,
+  headers?: Record<string, string>,
+): Promise<TestResponse> {
   return client.post('/oidc/token', {
     form: { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: 'svc' },
+    ...(headers ? { headers } : {}),
   });
 }
 
