@@ -55,8 +55,11 @@ export function createOidcSessions({
     apiSessionId: string | undefined,
     options: RevokeOptions,
   ): Promise<void> {
-    if (apiSessionId) await revocations.revokeApiSession(trx, apiSessionId, options);
+    // The grant's rows before its API session: a token request updates them in that order in one
+    // statement (login-rows-repository.ts), and the opposite order here deadlocks with it when a
+    // replayed code ends the grant while the winner is issuing.
     await oidcPayloadsRepository.deleteByGrantId(trx, grantId);
+    if (apiSessionId) await revocations.revokeApiSession(trx, apiSessionId, options);
   }
 
   return {

@@ -86,9 +86,11 @@ export function createRevocationService(deps: RevocationServiceDeps) {
       options: RevokeOptions & { changes?: IdentityChanges } = {},
     ): Promise<void> {
       const changes = options.changes ?? {};
+      // The OIDC rows (the hooks) before the API sessions, in the order a token request updates
+      // them in one statement: the opposite order can deadlock with a code exchange in flight.
+      for (const hook of hooks) await hook(trx, identityId);
       await apiSessionsRepository.deleteForIdentity(trx, identityId);
       const identity = await identitiesRepository.update(trx, identityId, changes, true);
-      for (const hook of hooks) await hook(trx, identityId);
       await revocationsRepository.insert(trx, {
         kind: 'identity',
         subject: identityId,
