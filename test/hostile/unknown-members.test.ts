@@ -159,6 +159,9 @@ describe('management bodies refuse members they do not know, at every level', ()
       ['constructor[prototype][isAdmin]=true', 'constructor'],
       ['hasOwnProperty=x', 'hasOwnProperty'],
       ['roleAttributes[__proto__]=x', 'roleAttributes'],
+      // qs reads dots as brackets too (co-body turns on allowDots).
+      ['__proto__.isAdmin=true', '__proto__'],
+      ['tags.toString=1', 'tags'],
     ])('a form body key %j is 400 naming %s, as the same member in JSON is', async (key, field) => {
       const id = await createIdentity(api, { name: `form-${field}-${key.length}`, isAdmin: false });
       const res = await form(`/identities/${id}`, 'patch', `${key}&externalId=x`);
