@@ -149,6 +149,14 @@ export const identitiesRepository = {
     return row && toIdentity(row);
   },
 
+  /**
+   * Holds the identity against deletion (FOR KEY SHARE, which a delete's FOR UPDATE waits for) until
+   * `db` ends; false when it is gone.
+   */
+  async holdAgainstDelete(db: Db, id: string): Promise<boolean> {
+    return (await db('identities').where({ id }).forKeyShare().first('id')) !== undefined;
+  },
+
   /** One page of a list query over identities, ties broken by id. */
   async list(db: Db, q: ListQuery): Promise<ListPage<Identity>> {
     const page = await runListQuery<IdentityRow>(db('identities').select('*'), q, 'id', () =>

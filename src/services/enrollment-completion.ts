@@ -81,6 +81,10 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
 
   async function consumeInto(e: Pending, credential: Credential): Promise<void> {
     await inTransaction(knex, async (trx, afterCommit) => {
+      // The identity first, as its deletion takes it (FOR UPDATE) before the enrollment it
+      // cascades to: the other order deadlocks with a deletion in flight.
+      if (!(await identitiesRepository.holdAgainstDelete(trx, e.identityId)))
+        throw new AppError('INVALID_ENROLLMENT_TOKEN');
       const consumed = await enrollmentsRepository.consume(trx, e.tokenHash, {
         method: e.method,
         validAt: now(),

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { pino } from 'pino';
 import { certFingerprint, certTbsSha256 } from '../../src/crypto/certificates.js';
 import { generateSigningCa, issueClientCert, type KeyedCert } from '../../src/crypto/pki.js';
@@ -259,6 +260,30 @@ describe(`a certificate is one identity, and a deleted one stays out (${usingPos
     }
     expect(fresh.status).toBe(200);
     expect(await identityOf(other.certPem)).toBe(pending.identityId);
+  });
+
+  test('a one-time-token enrollment racing the deletion of its identity ends one way or the other, never in a 5xx', async () => {
+    const { id: caId, ca } = await registerCaByApi(api, 'ottca-race', {
+      isOttCaEnrollmentEnabled: true,
+      isAutoCaEnrollmentEnabled: true,
+    });
+    const outcomes = new Set<string>();
+    for (let trial = 0; trial < 30; trial++) {
+      const pending = await pendingEnrollment(api, `ottca-race-${trial}`, { ottca: caId });
+      const device = await issueClientCert(ca, { commonName: `ottca-race-${trial}` });
+      const [enrolled, deleted] = await Promise.all([
+        asDevice(device).post(`${CLIENT}/enroll/ottca`, { body: { token: pending.token } }),
+        // Staggered by 0-40 ms: the window in which both transactions hold one row each.
+        delay((trial % 5) * 10).then(() => api.delete(`/identities/${pending.identityId}`)),
+      ]);
+      outcomes.add(`${enrolled.status}/${deleted.status}`);
+      expect(deleted.status).toBe(200);
+      expect([200, 400]).toContain(enrolled.status);
+      // Either way the identity is gone, and a certificate that did enroll is blocked at its CA.
+      expect(await identityOf(device.certPem)).toBeUndefined();
+      if (enrolled.status === 200) expect((await enroll(device)).status).toBe(401);
+    }
+    expect([...outcomes].every((o) => o === '200/200' || o === '400/200')).toBe(true);
   });
 
   /** Registers `ca` (any CA certificate, not only a root) and proves its key, as an admin would. */
