@@ -45,23 +45,33 @@ const joinerBetweenLetters = (text: string, offset: number, c: string) =>
 /**
  * A combining mark is shown when it sits, possibly after other marks, on a letter outside ASCII
  * (`क्ष`, `ü` decomposed in an older row excepted); at the start, after a space or on an ASCII
- * letter it is escaped, and so is an invisible stacker with no letter after it (`alice\u1039`).
+ * letter it is escaped. The offsets of the marks shown are found in one forward pass: a run of
+ * marks is judged once, by the character before its first mark, not again for every mark in it.
  */
-function markOnLetter(text: string, offset: number, c: string): boolean {
-  let i = offset;
-  let base = before(text, i);
-  while (MARK.test(base)) {
-    i -= base.length;
-    base = before(text, i);
+function marksOnBase(text: string): Set<number> {
+  const shown = new Set<number>();
+  let previous = '';
+  let runOnBase = false;
+  let offset = 0;
+  for (const c of text) {
+    if (MARK.test(c)) {
+      if (!MARK.test(previous)) runOnBase = BASE.test(previous);
+      if (runOnBase) shown.add(offset);
+    }
+    previous = c;
+    offset += c.length;
   }
-  if (!BASE.test(base)) return false;
-  return !INVISIBLE_STACKER.test(c) || SCRIPT_LETTER.test(after(text, offset, c));
+  return shown;
 }
 
-function shownRaw(c: string, offset: number, text: string): boolean {
+/** An invisible stacker on a letter is still escaped with no letter after it (`alice\u1039`). */
+const markShown = (text: string, offset: number, c: string, onBase: (offset: number) => boolean) =>
+  onBase(offset) && (!INVISIBLE_STACKER.test(c) || SCRIPT_LETTER.test(after(text, offset, c)));
+
+function shownRaw(c: string, offset: number, text: string, onBase: (offset: number) => boolean): boolean {
   if (c === '\u200c' || c === '\u200d') return joinerBetweenLetters(text, offset, c);
   if (ALWAYS.test(c) || !MARK.test(c)) return false;
-  return markOnLetter(text, offset, c);
+  return markShown(text, offset, c, onBase);
 }
 
 /** Every UTF-16 unit as `\uXXXX`: a character beyond U+FFFF becomes its JSON surrogate pair. */
@@ -77,8 +87,10 @@ const escape = (c: string) =>
  * their line breaks are already shown as `\u000a`.
  */
 export function terminalText(text: string, options: { keepNewlines?: boolean } = {}): string {
-  return text.replace(
-    options.keepNewlines ? UNSAFE_BUT_NEWLINE : UNSAFE,
-    (c, offset: number, whole: string) => (shownRaw(c, offset, whole) ? c : escape(c)),
+  // Computed at the first mark only: most text has none.
+  let marks: Set<number> | undefined;
+  const onBase = (offset: number) => (marks ??= marksOnBase(text)).has(offset);
+  return text.replace(options.keepNewlines ? UNSAFE_BUT_NEWLINE : UNSAFE, (c, offset: number) =>
+    shownRaw(c, offset, text, onBase) ? c : escape(c),
   );
 }

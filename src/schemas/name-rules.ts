@@ -4,11 +4,21 @@ import { precisProblem } from './precis.js';
 import { mixedScriptProblem } from './single-script.js';
 import { strayMarkProblem } from './stray-marks.js';
 
+const SPACE = /^\p{Zs}$/u;
+
 /**
  * Spaces (category Zs) around a name are dropped. Not String.prototype.trim, which also drops
  * U+FEFF: an invisible character must be refused, not quietly removed from one end only.
  */
-export const trimSpaces = (s: string) => s.replace(/^\p{Zs}+|\p{Zs}+$/gu, '');
+export function trimSpaces(s: string): string {
+  // Index loops, not /\p{Zs}+$/: a regular expression retries that from every space of a long
+  // inner run, in time quadratic in the run. Every Zs character is a single UTF-16 unit.
+  let start = 0;
+  let end = s.length;
+  while (start < end && SPACE.test(s[start]!)) start++;
+  while (end > start && SPACE.test(s[end - 1]!)) end--;
+  return s.slice(start, end);
+}
 
 /**
  * Why `text` is not a name: PRECIS FreeformClass, spaces as the Nickname profile would map them

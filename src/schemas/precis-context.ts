@@ -77,18 +77,35 @@ export function joinerAllowed(cps: number[], i: number): boolean {
 
 const GREEK = /^\p{Script=Greek}$/u;
 const HEBREW = /^\p{Script=Hebrew}$/u;
-const KANA_OR_HAN = /[\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Han}]/u;
+const KANA_OR_HAN = /^[\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Han}]$/u;
 const char = (cp: number | undefined) => (cp === undefined ? '' : String.fromCodePoint(cp));
 const inRange = (cp: number, lo: number) => cp >= lo && cp <= lo + 9;
 
-/** RFC 5892 A.3–A.9: the code points whose Exceptions value is CONTEXTO. */
-export function contextOAllowed(cps: number[], i: number): boolean {
-  const cp = cps[i]!;
-  if (cp === 0x00b7) return cps[i - 1] === 0x6c && cps[i + 1] === 0x6c;
-  if (cp === 0x0375) return GREEK.test(char(cps[i + 1]));
-  if (cp === 0x05f3 || cp === 0x05f4) return HEBREW.test(char(cps[i - 1]));
-  if (cp === 0x30fb) return KANA_OR_HAN.test(String.fromCodePoint(...cps.filter((c) => c !== 0x30fb)));
-  if (inRange(cp, 0x0660)) return !cps.some((c) => inRange(c, 0x06f0));
-  if (inRange(cp, 0x06f0)) return !cps.some((c) => inRange(c, 0x0660));
-  return false;
+/** A value computed on first use and then kept. */
+function once<T>(compute: () => T): () => T {
+  let value: { v: T } | undefined;
+  return () => (value ??= { v: compute() }).v;
+}
+
+/**
+ * RFC 5892 A.3–A.9, the code points whose Exceptions value is CONTEXTO, for the code points
+ * `cps` of one string: `allowed(i)` answers for position `i`. A.7–A.9 look at the whole string;
+ * each of those properties is computed once for the string, not once per code point that asks,
+ * so a name made of thousands of U+30FB or Arabic-Indic digits is checked in linear time.
+ */
+export function contextORules(cps: number[]): (i: number) => boolean {
+  // One code point at a time: spreading a long string into String.fromCodePoint overflows the stack.
+  const kanaOrHan = once(() => cps.some((c) => c !== 0x30fb && KANA_OR_HAN.test(String.fromCodePoint(c))));
+  const arabicIndic = once(() => cps.some((c) => inRange(c, 0x0660)));
+  const extendedArabicIndic = once(() => cps.some((c) => inRange(c, 0x06f0)));
+  return (i) => {
+    const cp = cps[i]!;
+    if (cp === 0x00b7) return cps[i - 1] === 0x6c && cps[i + 1] === 0x6c;
+    if (cp === 0x0375) return GREEK.test(char(cps[i + 1]));
+    if (cp === 0x05f3 || cp === 0x05f4) return HEBREW.test(char(cps[i - 1]));
+    if (cp === 0x30fb) return kanaOrHan();
+    if (inRange(cp, 0x0660)) return !extendedArabicIndic();
+    if (inRange(cp, 0x06f0)) return !arabicIndic();
+    return false;
+  };
 }

@@ -1,4 +1,4 @@
-import { contextOAllowed, joinerAllowed } from './precis-context.js';
+import { contextORules, joinerAllowed } from './precis-context.js';
 
 /**
  * The PRECIS string classes of RFC 8264: IdentifierClass (§4.2) for usernames, FreeformClass
@@ -51,7 +51,7 @@ function derive(cp: number): Derived {
 /** `U+200B`: how a refused code point is named in an answer, never the raw character. */
 export const codePointName = (cp: number) => `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;
 
-function allowed(cps: number[], i: number, cls: PrecisClass): boolean {
+function allowed(cps: number[], i: number, cls: PrecisClass, contextO: (i: number) => boolean): boolean {
   switch (derive(cps[i]!)) {
     case 'PVALID':
       return true;
@@ -60,7 +60,7 @@ function allowed(cps: number[], i: number, cls: PrecisClass): boolean {
     case 'CONTEXTJ':
       return joinerAllowed(cps, i);
     case 'CONTEXTO':
-      return contextOAllowed(cps, i);
+      return contextO(i);
     default:
       return false;
   }
@@ -70,8 +70,9 @@ function allowed(cps: number[], i: number, cls: PrecisClass): boolean {
 export function precisProblem(text: string, cls: PrecisClass): string | undefined {
   // Iterating a string yields code points; a lone surrogate comes out alone and is DISALLOWED.
   const cps = Array.from(text, (c) => c.codePointAt(0)!);
+  const contextO = contextORules(cps);
   for (let i = 0; i < cps.length; i++) {
-    if (!allowed(cps, i, cls)) {
+    if (!allowed(cps, i, cls, contextO)) {
       const what = cls === 'identifier' ? 'IdentifierClass' : 'FreeformClass';
       return `must not contain ${codePointName(cps[i]!)} here (PRECIS ${what}, RFC 8264)`;
     }

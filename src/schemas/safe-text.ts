@@ -37,11 +37,15 @@ export function isForbiddenInLine(text: string): boolean {
 export const LINE_REASON =
   'must be a single line without control characters (C0, DEL, C1) or bidirectional formatting characters, nor unpaired surrogates';
 
-/** Text stored in PostgreSQL: it cannot hold NUL, which would otherwise surface as a 500. */
+/**
+ * Text stored in PostgreSQL: it cannot hold NUL, which would otherwise surface as a 500. A string
+ * over `max` is refused by the length alone: zod otherwise runs every later check too, and the
+ * rules some fields add (PRECIS for usernames) would then read a string as long as the body.
+ */
 export const text = (max: number) =>
   z
     .string()
-    .max(max)
+    .max(max, { abort: true })
     .refine((s) => !s.includes('\0'), 'must not contain NUL characters');
 
 /** Text shown on one line (names, ids, usernames, attributes): see isForbiddenInLine. */

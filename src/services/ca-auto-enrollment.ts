@@ -92,9 +92,11 @@ export function createCaAutoEnrollment({
       requestedName: requestedName ?? commonName,
       identityId,
     });
+    // Counted before trimming: a certificate's common name is refused by its length alone.
+    const tooLong = [...formatted].length > MAX_NAME - suffixWidth;
     // Spaces only: an invisible U+FEFF around a common name is refused by checkName, not removed.
-    const base = trimSpaces(formatted);
-    if (base === '' || [...base].length > MAX_NAME - suffixWidth) {
+    const base = tooLong ? '' : trimSpaces(formatted);
+    if (base === '') {
       throw validationError('name', `the identity name must be 1 to ${MAX_NAME - suffixWidth} characters`);
     }
     // The common name comes from a certificate, not a request body: the edge check never saw it.

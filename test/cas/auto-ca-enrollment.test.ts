@@ -271,6 +271,20 @@ describe('auto CA enrollment (POST /enroll?method=ca)', () => {
     expect(await rowCounts()).toEqual(before);
   });
 
+  test('a common name over the length limit is refused by its length, trailing spaces counted, leaving no rows', async () => {
+    const { ca } = await registeredCa('long-cn');
+    // A long run of spaces inside and after: fits once trimmed, but is measured as sent.
+    const padded = await issueClientCert(ca, { commonName: `pad${' '.repeat(300)}` });
+    const inner = await issueClientCert(ca, { commonName: `a${' '.repeat(3000)}b` });
+    const before = await rowCounts();
+    for (const cert of [padded, inner]) {
+      const res = await enrollCa(cert);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field: 'name' } });
+    }
+    expect(await rowCounts()).toEqual(before);
+  });
+
   test('a common name or requested name with invisible characters is 400 on field name; a Persian ZWNJ enrolls', async () => {
     const { ca } = await registeredCa('invisible-cn', { identityNameFormat: '[caName]-[requestedName]' });
     const zeroWidth = await issueClientCert(ca, { commonName: '\u200balice' });

@@ -73,6 +73,14 @@ describe('terminalText: values written to a terminal show controls instead of ob
     }
   });
 
+  test('a long run of marks is judged by the character before its first mark', () => {
+    const marks = '\u0301'.repeat(20_000);
+    expect(terminalText(`\u0915${marks}`)).toBe(`\u0915${marks}`);
+    expect(terminalText(`a${marks}`)).toBe(`a${'\\u0301'.repeat(20_000)}`);
+    // Two runs: the second sits on a space and is escaped, the first stays.
+    expect(terminalText(`\u0915\u094d\u0301 \u0301\u094d`)).toBe('\u0915\u094d\u0301 \\u0301\\u094d');
+  });
+
   test('--json output escapes them with JSON escapes and parses back to the same values', () => {
     const value = { name: '\u200balice\u{E0041}', other: ['al\u00adice', '\ufeffx'] };
     const shown = terminalText(JSON.stringify(value, null, 2), { keepNewlines: true });

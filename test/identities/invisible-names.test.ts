@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import { generateRootCa } from '../../src/crypto/pki.js';
-import { nameProblem } from '../../src/schemas/name-rules.js';
+import { username as usernameField } from '../../src/schemas/identity-schemas.js';
+import { nameProblem, trimSpaces } from '../../src/schemas/name-rules.js';
+import { precisProblem } from '../../src/schemas/precis.js';
 import { invisibleText } from '../hostile/hostile-values.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { createIdentity, identityDetail, managementApi, type ManagementApi } from './identity-fixtures.js';
@@ -92,6 +94,17 @@ describe('names and usernames refuse invisible characters (PRECIS, RFC 8264)', (
       };
       expectRefused(await api.post('/external-jwt-signers', { body: signer }), 'name');
       expectRefused(await api.post('/cas', { body: { name, certPem } }), 'name');
+    }
+  });
+
+  test('a username as long as the body is 400 on its field, whatever its characters (not 500)', async () => {
+    // U+30FB is allowed beside kana: its rule looks at every other code point of the string.
+    for (const username of [`\u30a2\u30fb${'a'.repeat(200_000)}`, `\u30a2${'\u30fb'.repeat(50_000)}`]) {
+      const identityId = await createIdentity(api, { name: fresh('long'), isAdmin: false });
+      expectRefused(
+        await api.post('/enrollments', { body: { method: 'updb', identityId, username } }),
+        'username',
+      );
     }
   });
 
@@ -224,5 +237,33 @@ describe('names and usernames refuse invisible characters (PRECIS, RFC 8264)', (
     expect((await identityDetail(api, id)).name).toBe(legacy);
     const put = await api.put(`/identities/${id}`, { body: { name: legacy, isAdmin: false } });
     expect(put.status).toBe(200);
+  });
+});
+
+describe('the PRECIS and space rules read a long string once', () => {
+  test('a username over 255 characters is refused by its length alone: the PRECIS rules never run', () => {
+    // A zero-width space the PRECIS rule would name in its own issue, if it ran.
+    const result = usernameField.safeParse(`${'a'.repeat(300)}\u200b`);
+    expect(result.success).toBe(false);
+    expect(result.error!.issues.map((issue) => issue.code)).toEqual(['too_big']);
+  });
+
+  test('U+30FB and Arabic-Indic digits are judged on the whole string, however long', () => {
+    // Beside kana U+30FB is allowed; the string is far longer than a call's argument list may be.
+    expect(precisProblem(`\u30a2\u30fb${'a'.repeat(200_000)}`, 'identifier')).toBeUndefined();
+    expect(precisProblem(`\u30a2${'\u30fb'.repeat(50_000)}`, 'identifier')).toBeUndefined();
+    expect(precisProblem(`a${'\u30fb'.repeat(50_000)}`, 'identifier')).toContain('U+30FB');
+    expect(precisProblem('\u0660'.repeat(50_000), 'identifier')).toBeUndefined();
+    expect(precisProblem(`${'\u0660'.repeat(50_000)}\u06f0`, 'identifier')).toContain('U+0660');
+    expect(precisProblem(`\u06f0${'\u0660'.repeat(50_000)}`, 'identifier')).toContain('U+06F0');
+  });
+
+  test('trimSpaces drops spaces at both ends only, and keeps a long inner run', () => {
+    expect(trimSpaces('\u3000 \u00a0alice bob\u2003 ')).toBe('alice bob');
+    expect(trimSpaces('\ufeffalice ')).toBe('\ufeffalice');
+    expect(trimSpaces(' \u00a0 ')).toBe('');
+    expect(trimSpaces('')).toBe('');
+    const inner = `a${' '.repeat(100_000)}b`;
+    expect(trimSpaces(`  ${inner}\u3000`)).toBe(inner);
   });
 });
