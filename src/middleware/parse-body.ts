@@ -54,8 +54,10 @@ export function parseBody(extraTypes: string[] = []) {
     }
     await parser(ctx, async () => undefined);
     if (ctx.request.body === undefined) ctx.request.body = {};
+    // The raw body is taken off the request before anything can refuse it.
+    const rawProblem = rawBodyProblem(ctx);
     refuseBadInput(ctx.request.body);
-    refuseProblem(rawBodyProblem(ctx));
+    refuseProblem(rawProblem);
     return next();
   };
 }
