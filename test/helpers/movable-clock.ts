@@ -24,3 +24,24 @@ const REAL = [
 export function useMovableClock(): void {
   jest.useFakeTimers({ doNotFake: [...REAL], advanceTimers: true });
 }
+
+let started = 0;
+
+/** Takes the clock over (useMovableClock) and remembers now as second 0 for `clockAt`. */
+export function startClock(): void {
+  useMovableClock();
+  started = Date.now();
+}
+
+/** Moves the clock to `seconds` after startClock(). */
+export const clockAt = (seconds: number): void => jest.setSystemTime(started + seconds * 1000);
+
+/** The wall-clock time, in ms, `seconds` after startClock(). */
+export const clockTime = (seconds: number): number => started + seconds * 1000;
+
+/** The token lifetimes the clock-moving OIDC suites run with: 5m access, 1h refresh, 2h chain. */
+export const SHORT_OIDC_LIFETIMES = {
+  SVC_OIDC_ACCESS_TOKEN_DURATION: '5m',
+  SVC_OIDC_REFRESH_TOKEN_DURATION: '1h',
+  SVC_EDGE_OIDC_MAX_SESSION_DURATION: '2h',
+};

@@ -9,16 +9,9 @@ import {
   submitLogin,
 } from '../helpers/oidc-client.js';
 import { expectError } from '../helpers/expect-error.js';
-import { useMovableClock } from '../helpers/movable-clock.js';
+import { clockAt, SHORT_OIDC_LIFETIMES, startClock } from '../helpers/movable-clock.js';
 
 // The clock is moved, not waited for (test/helpers/movable-clock.ts explains how and why).
-let t0 = 0;
-function startClock() {
-  useMovableClock();
-  t0 = Date.now();
-}
-/** Moves the clock to `seconds` after startClock(). */
-const clockAt = (seconds: number) => jest.setSystemTime(t0 + seconds * 1000);
 
 const admin = { username: ADMIN_USERNAME, password: ADMIN_PASSWORD };
 
@@ -26,11 +19,7 @@ describe('expiry of auth requests, codes, refresh tokens and refresh chains (doc
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({
-      env: {
-        SVC_OIDC_ACCESS_TOKEN_DURATION: '5m',
-        SVC_OIDC_REFRESH_TOKEN_DURATION: '1h',
-        SVC_EDGE_OIDC_MAX_SESSION_DURATION: '2h',
-      },
+      env: SHORT_OIDC_LIFETIMES,
     });
   });
   afterEach(() => {

@@ -10,15 +10,9 @@ import {
   startAuthorization,
   submitLogin,
 } from '../helpers/oidc-client.js';
-import { useMovableClock } from '../helpers/movable-clock.js';
+import { clockAt, clockTime, SHORT_OIDC_LIFETIMES, startClock } from '../helpers/movable-clock.js';
 
 // The clock is moved, not waited for (test/helpers/movable-clock.ts explains how and why).
-let t0 = 0;
-function startClock() {
-  useMovableClock();
-  t0 = Date.now();
-}
-const clockAt = (seconds: number) => jest.setSystemTime(t0 + seconds * 1000);
 
 const admin = { username: ADMIN_USERNAME, password: ADMIN_PASSWORD };
 const MINUTE = 60;
@@ -32,7 +26,7 @@ const HOUR = 3600;
  */
 async function rowsOfLogin(server: TestServer, apiSessionId: string, at: number) {
   const { knex } = server.app;
-  const now = t0 + at * 1000;
+  const now = clockTime(at);
   const left = (d: Date | string) => Math.round((new Date(d).getTime() - now) / 10_000) * 10;
   const facts = await knex('oidc_payloads').where({ model: 'SvcLogin', uid: apiSessionId }).first('grant_id');
   const rows: { model: string; expires_at: Date }[] = facts
@@ -71,11 +65,7 @@ describe('the rows of an OIDC login end with its code, its access token or its r
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({
-      env: {
-        SVC_OIDC_ACCESS_TOKEN_DURATION: '5m',
-        SVC_OIDC_REFRESH_TOKEN_DURATION: '1h',
-        SVC_EDGE_OIDC_MAX_SESSION_DURATION: '2h',
-      },
+      env: SHORT_OIDC_LIFETIMES,
     });
   });
   afterEach(() => {
