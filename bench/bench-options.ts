@@ -20,9 +20,10 @@ export const USAGE = `npm run bench -- [options]
   --quick            short runs (about a minute in all); same pairs, same table
   --smoke            one pair of 0.3 s runs, the service from source: checks that the bench runs
                      (npm test does); its figures mean nothing
-  --pg               the service on a fresh PostgreSQL database (postgres://postgres@127.0.0.1:5432),
-                     created and dropped; login and refresh against baseline (c), the bare provider
-                     on a database of its own there, with (b) as reference; the targets judged;
+  --pg               the service on a fresh PostgreSQL database (postgres://postgres@127.0.0.1:5432,
+                     or SVC_BENCH_POSTGRES_URL), created and dropped; login and refresh against
+                     baseline (c), the bare provider on a database of its own there, with (b) as
+                     reference; the targets judged;
                      default: the embedded database, no (c)
   --scale            seeds 1,000,000 identities (SVC_BENCH_SCALE_ROWS overrides) on PostgreSQL and
                      prints p50 of login, current-identity and the identity list at 1,000 and at

@@ -33,6 +33,11 @@ export interface IdentityContextDeps {
    * cached entries.
    */
   loadDetail?: (id: string) => Promise<IdentityFacts | undefined>;
+  /**
+   * Most identities kept at once (each of the two kinds of entry): beyond it the entry loaded
+   * longest ago leaves, so memory stays bounded however many identities call.
+   */
+  maxEntries?: number;
 }
 
 /**
@@ -50,24 +55,33 @@ export function createIdentityContextCache({
   ttlMs = 300_000,
   now = Date.now,
   loadDetail,
+  maxEntries = 20_000,
 }: IdentityContextDeps) {
+  /** `map.set`, then the oldest entries dropped beyond maxEntries (a Map iterates in insertion order). */
+  function setBounded<V>(map: Map<string, V>, id: string, value: V): void {
+    map.delete(id);
+    map.set(id, value);
+    while (map.size > maxEntries) map.delete(map.keys().next().value!);
+  }
+
   const entries = new Map<string, { value: CachedIdentity; at: number }>();
   const loading = new Map<string, Promise<CachedIdentity | undefined>>();
   const details = new Map<string, { value: IdentityFacts; at: number }>();
   const loadingDetails = new Map<string, Promise<IdentityFacts | undefined>>();
-  // Bumped by `invalidate`: a load that started before an invalidation must not be cached.
-  const versions = new Map<string, number>();
+  // Bumped by every `invalidate`: a load that started before one is not kept, whichever identity
+  // it named (invalidations are rare; a load not kept is only read again next time).
+  let generation = 0;
 
   async function loadDetailOf(id: string): Promise<IdentityFacts | undefined> {
     if (!loadDetail) throw new Error('identity details are not loaded by this cache');
-    const version = versions.get(id) ?? 0;
+    const started = generation;
     const value = await loadDetail(id);
-    if (value && (versions.get(id) ?? 0) === version) details.set(id, { value, at: now() });
+    if (value && generation === started) setBounded(details, id, { value, at: now() });
     return value;
   }
 
   async function load(id: string): Promise<CachedIdentity | undefined> {
-    const version = versions.get(id) ?? 0;
+    const started = generation;
     const found = await identitiesRepository.findWithPolicy(knex, id);
     if (!found) return undefined;
     const { identity, policy } = found;
@@ -80,20 +94,27 @@ export function createIdentityContextCache({
       disabled: identity.disabled,
       disabledUntil: identity.disabledUntil,
     };
-    if ((versions.get(id) ?? 0) === version) entries.set(id, { value, at: now() });
+    if (generation === started) setBounded(entries, id, { value, at: now() });
     return value;
+  }
+
+  /** One load per identity at a time; the entry is removed only by the load that put it there. */
+  function once<T>(pending: Map<string, Promise<T>>, id: string, run: () => Promise<T>): Promise<T> {
+    let p = pending.get(id);
+    if (!p) {
+      const started: Promise<T> = run().finally(() => {
+        if (pending.get(id) === started) pending.delete(id);
+      });
+      pending.set(id, (p = started));
+    }
+    return p;
   }
 
   return {
     async get(id: string): Promise<CachedIdentity | undefined> {
       const hit = entries.get(id);
       if (hit && now() - hit.at < ttlMs) return hit.value;
-      let pending = loading.get(id);
-      if (!pending) {
-        pending = load(id).finally(() => loading.delete(id));
-        loading.set(id, pending);
-      }
-      return pending;
+      return once(loading, id, () => load(id));
     },
     /**
      * The facts of the identity detail. Reread once the latest API session known at reading time has
@@ -103,19 +124,14 @@ export function createIdentityContextCache({
       const hit = details.get(id);
       const t = now();
       if (hit && t - hit.at < ttlMs && hit.value.sessionsUntil > t) return hit.value;
-      let pending = loadingDetails.get(id);
-      if (!pending) {
-        pending = loadDetailOf(id).finally(() => loadingDetails.delete(id));
-        loadingDetails.set(id, pending);
-      }
-      return pending;
+      return once(loadingDetails, id, () => loadDetailOf(id));
     },
     invalidate(id: string): void {
       entries.delete(id);
       loading.delete(id);
       details.delete(id);
       loadingDetails.delete(id);
-      versions.set(id, (versions.get(id) ?? 0) + 1);
+      generation++;
     },
   };
 }
