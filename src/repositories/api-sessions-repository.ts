@@ -1,5 +1,4 @@
 import type { Db } from '../db/create-database.js';
-import { PREPARED } from '../db/prepared.js';
 import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-repository.js';
 
 export type ApiSessionKind = 'legacy' | 'oidc';
@@ -53,9 +52,28 @@ export type NewApiSession = Omit<ApiSession, 'createdAt' | 'lastActivityAt'> & {
   createdAt?: Date;
 };
 
+/** An OIDC login's API session beside its login facts (insertWithLoginFacts). */
+const INSERT_WITH_LOGIN_FACTS = oidcPayloadsRepository.upsertAfter(
+  `with "api_session" as (insert into "api_sessions" ("id", "identity_id", "kind", "token_hash", "amr", "config_types", "is_cert_extendable", "mfa_required", "mfa_complete", "expires_at", "created_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?::timestamptz, now()))) `,
+);
+
 export const apiSessionsRepository = {
   async insert(db: Db, s: NewApiSession): Promise<ApiSession> {
-    const [row] = await apiSessionsRepository.insertStatement(db, s).returning('*');
+    const [row] = await db('api_sessions')
+      .insert({
+        id: s.id,
+        identity_id: s.identityId,
+        kind: s.kind,
+        token_hash: s.tokenHash,
+        amr: JSON.stringify(s.amr),
+        config_types: JSON.stringify(s.configTypes),
+        is_cert_extendable: s.isCertExtendable,
+        mfa_required: s.mfaRequired,
+        mfa_complete: s.mfaComplete,
+        expires_at: s.expiresAt,
+        ...(s.createdAt ? { created_at: s.createdAt } : {}),
+      })
+      .returning('*');
     return toApiSession(row);
   },
 
@@ -65,27 +83,24 @@ export const apiSessionsRepository = {
    * needed around it. A deleted identity fails it on the session's foreign key.
    */
   async insertWithLoginFacts(db: Db, s: NewApiSession, factsRow: OidcPayloadRow): Promise<void> {
-    await oidcPayloadsRepository
-      .upsertStatement(db, factsRow)
-      .with('api_session', apiSessionsRepository.insertStatement(db, s))
-      .options(PREPARED);
-  },
-
-  /** The insert, not yet run: `insert` runs it alone, `insertWithLoginFacts` beside another write. */
-  insertStatement(db: Db, s: NewApiSession) {
-    return db('api_sessions').insert({
-      id: s.id,
-      identity_id: s.identityId,
-      kind: s.kind,
-      token_hash: s.tokenHash,
-      amr: JSON.stringify(s.amr),
-      config_types: JSON.stringify(s.configTypes),
-      is_cert_extendable: s.isCertExtendable,
-      mfa_required: s.mfaRequired,
-      mfa_complete: s.mfaComplete,
-      expires_at: s.expiresAt,
-      ...(s.createdAt ? { created_at: s.createdAt } : {}),
-    });
+    await oidcPayloadsRepository.upsertWith(
+      db,
+      INSERT_WITH_LOGIN_FACTS,
+      [
+        s.id,
+        s.identityId,
+        s.kind,
+        s.tokenHash,
+        JSON.stringify(s.amr),
+        JSON.stringify(s.configTypes),
+        s.isCertExtendable,
+        s.mfaRequired,
+        s.mfaComplete,
+        s.expiresAt,
+        s.createdAt ?? null,
+      ],
+      factsRow,
+    );
   },
 
   async findById(db: Db, id: string): Promise<ApiSession | undefined> {

@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { PREPARED } from '../db/prepared.js';
+import { runFixed } from '../db/fixed-statement.js';
 import { fixedSelectFirst } from './fixed-select.js';
 import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
@@ -51,11 +51,12 @@ const AUTHENTICATOR_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const satisfies readonly (keyof AuthenticatorRow)[];
-const BY_USERNAME_SQL = fixedSelectFirst('authenticators', AUTHENTICATOR_COLUMNS, ['method', 'username']);
-const BY_FINGERPRINT_SQL = fixedSelectFirst('authenticators', AUTHENTICATOR_COLUMNS, [
+const BY_USERNAME = fixedSelectFirst('authenticators', AUTHENTICATOR_COLUMNS, ['method', 'username']);
+const BY_FINGERPRINT = fixedSelectFirst('authenticators', AUTHENTICATOR_COLUMNS, [
   'method',
   'cert_fingerprint',
 ]);
+const BY_TBS_HASH = fixedSelectFirst('authenticators', AUTHENTICATOR_COLUMNS, ['method', 'cert_tbs_sha256']);
 
 export const toAuthenticator = (r: AuthenticatorRow): Authenticator => ({
   id: r.id,
@@ -105,14 +106,12 @@ export const authenticatorsRepository = {
   },
 
   async findByUsername(db: Db, username: string): Promise<Authenticator | undefined> {
-    const { rows } = await db.raw(BY_USERNAME_SQL, ['updb', username]).options(PREPARED);
-    const row = rows[0] as AuthenticatorRow | undefined;
+    const [row] = await runFixed<AuthenticatorRow>(db, BY_USERNAME, ['updb', username]);
     return row && toAuthenticator(row);
   },
 
   async findByFingerprint(db: Db, fingerprint: string): Promise<Authenticator | undefined> {
-    const { rows } = await db.raw(BY_FINGERPRINT_SQL, ['cert', fingerprint]).options(PREPARED);
-    const row = rows[0] as AuthenticatorRow | undefined;
+    const [row] = await runFixed<AuthenticatorRow>(db, BY_FINGERPRINT, ['cert', fingerprint]);
     return row && toAuthenticator(row);
   },
 
@@ -124,14 +123,10 @@ export const authenticatorsRepository = {
     db: Db,
     cert: { fingerprint: string; tbsSha256: string },
   ): Promise<Authenticator | undefined> {
-    return (
-      (await this.findByFingerprint(db, cert.fingerprint)) ??
-      (await db('authenticators')
-        .where({ method: 'cert', cert_tbs_sha256: cert.tbsSha256 })
-        .first(AUTHENTICATOR_COLUMNS)
-        .options(PREPARED)
-        .then((row: AuthenticatorRow | undefined) => row && toAuthenticator(row)))
-    );
+    const exact = await this.findByFingerprint(db, cert.fingerprint);
+    if (exact) return exact;
+    const [row] = await runFixed<AuthenticatorRow>(db, BY_TBS_HASH, ['cert', cert.tbsSha256]);
+    return row && toAuthenticator(row);
   },
 
   /** Cert authenticators in id order after `afterId`, for one pass over all of them. */

@@ -1,7 +1,9 @@
+import { fixedStatement, type FixedStatement } from '../db/fixed-statement.js';
+
 const quoted = (name: string) => `"${name}"`;
 
 /**
- * The text of `select <columns> from <table> where <each of where> = ? limit 1`, built once at
+ * `select <columns> from <table> where <each of where> = ? limit 1`, built once at
  * module load for the reads every login sends: knex's query builder compiled the same text anew
  * on each call (docs/benchmarks.md, "Per-login CPU against baseline (c)"). Names are the
  * repositories' own constants, never input.
@@ -10,8 +12,8 @@ export function fixedSelectFirst(
   table: string,
   columns: readonly string[],
   where: readonly string[],
-): string {
+): FixedStatement {
   const cols = columns.map((c) => `${quoted(table)}.${quoted(c)}`).join(', ');
   const conditions = where.map((c) => `${quoted(table)}.${quoted(c)} = ?`).join(' and ');
-  return `select ${cols} from ${quoted(table)} where ${conditions} limit 1`;
+  return fixedStatement(`select ${cols} from ${quoted(table)} where ${conditions} limit 1`);
 }

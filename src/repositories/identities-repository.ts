@@ -1,7 +1,7 @@
 import type { Db } from '../db/create-database.js';
 import { policyFromJson, SIGNERS_COLUMN, type AuthPolicy } from './auth-policies-repository.js';
 import { fixedSelectFirst } from './fixed-select.js';
-import { PREPARED } from '../db/prepared.js';
+import { fixedStatement, runFixed } from '../db/fixed-statement.js';
 import { countedRows, mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
 export type IdentityType = 'User' | 'Device' | 'Service' | 'Default';
@@ -55,12 +55,12 @@ export const IDENTITY_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof IdentityRow)[];
 
-const FIND_BY_ID_SQL = fixedSelectFirst('identities', IDENTITY_COLUMNS, ['id']);
+const FIND_BY_ID = fixedSelectFirst('identities', IDENTITY_COLUMNS, ['id']);
 /** The identity, its policy as JSON and the policy's allowed signers: the reads of every login step. */
-const WITH_POLICY_SQL = `select ${IDENTITY_COLUMNS.map((c) => `"identities"."${c}"`).join(', ')},
+const WITH_POLICY = fixedStatement(`select ${IDENTITY_COLUMNS.map((c) => `"identities"."${c}"`).join(', ')},
   to_jsonb(auth_policies.*) AS policy, ${SIGNERS_COLUMN}
   from "identities" inner join "auth_policies" on "auth_policies"."id" = "identities"."auth_policy_id"
-  where "identities"."id" = ? limit 1`;
+  where "identities"."id" = ? limit 1`);
 
 export const toIdentity = (r: IdentityRow): Identity => ({
   id: r.id,
@@ -131,15 +131,17 @@ export const identitiesRepository = {
   },
 
   async findById(db: Db, id: string): Promise<Identity | undefined> {
-    const { rows } = await db.raw(FIND_BY_ID_SQL, [id]).options(PREPARED);
-    const row = rows[0] as IdentityRow | undefined;
+    const [row] = await runFixed<IdentityRow>(db, FIND_BY_ID, [id]);
     return row && toIdentity(row);
   },
 
   /** An identity with the policy that governs it, in one statement. */
   async findWithPolicy(db: Db, id: string): Promise<{ identity: Identity; policy: AuthPolicy } | undefined> {
-    const { rows } = await db.raw(WITH_POLICY_SQL, [id]).options(PREPARED);
-    const row = rows[0] as (IdentityRow & { policy: unknown; allowed_signers: string[] }) | undefined;
+    const [row] = await runFixed<IdentityRow & { policy: unknown; allowed_signers: string[] }>(
+      db,
+      WITH_POLICY,
+      [id],
+    );
     return row && { identity: toIdentity(row), policy: policyFromJson(row.policy, row.allowed_signers) };
   },
 

@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { PREPARED } from '../db/prepared.js';
+import { fixedStatement, runFixed } from '../db/fixed-statement.js';
 
 export interface FailureCounts {
   /** The identity's run of consecutive failures, from any address. */
@@ -9,6 +9,34 @@ export interface FailureCounts {
 }
 
 const HOUR_MS = 3600_000;
+
+/** Both statements touching both tables lock the run's row first (see the repository's note). */
+const RECORD_FAILURE = fixedStatement(
+  `WITH run AS (
+         INSERT INTO login_failures AS f (identity_id, consecutive) VALUES (?, 1)
+         ON CONFLICT (identity_id) DO UPDATE SET consecutive = f.consecutive + 1
+         RETURNING consecutive
+       ), hour AS (
+         INSERT INTO login_address_failures AS a (identity_id, client_address, window_started_at, in_window)
+         SELECT ?, ?, ?, 1 FROM run
+         ON CONFLICT (identity_id, client_address) DO UPDATE SET
+           in_window = CASE WHEN a.window_started_at > ? THEN a.in_window + 1 ELSE 1 END,
+           window_started_at = CASE WHEN a.window_started_at > ? THEN a.window_started_at ELSE EXCLUDED.window_started_at END
+         RETURNING in_window
+       )
+       SELECT run.consecutive, hour.in_window FROM run, hour`,
+);
+const SHADOW_WRITE = fixedStatement(
+  `insert into "login_shadow" ("slot", "touched_at") values (?, ?) on conflict ("slot") do update set "touched_at" = excluded."touched_at"`,
+);
+// Both counters in one statement, as two updates would (a login is a dozen round trips already).
+const RELEASE_SUCCESS = fixedStatement(
+  `WITH run AS (
+         UPDATE login_failures SET consecutive = 0 WHERE identity_id = ? RETURNING 1
+       )
+       UPDATE login_address_failures SET in_window = GREATEST(in_window - 1, 0)
+       WHERE identity_id = ? AND client_address = ? AND (SELECT count(*) FROM run) >= 0`,
+);
 
 /**
  * Failed primary logins, counted by single atomic statements: the run of
@@ -25,25 +53,15 @@ export const loginFailuresRepository = {
   /** Counts one attempt as a failure (in the run and in the address's hour); returns the new counts. */
   async recordFailure(db: Db, identityId: string, clientAddress: string, now: Date): Promise<FailureCounts> {
     const windowStart = new Date(now.getTime() - HOUR_MS);
-    const { rows } = await db
-      .raw(
-        `WITH run AS (
-         INSERT INTO login_failures AS f (identity_id, consecutive) VALUES (?, 1)
-         ON CONFLICT (identity_id) DO UPDATE SET consecutive = f.consecutive + 1
-         RETURNING consecutive
-       ), hour AS (
-         INSERT INTO login_address_failures AS a (identity_id, client_address, window_started_at, in_window)
-         SELECT ?, ?, ?, 1 FROM run
-         ON CONFLICT (identity_id, client_address) DO UPDATE SET
-           in_window = CASE WHEN a.window_started_at > ? THEN a.in_window + 1 ELSE 1 END,
-           window_started_at = CASE WHEN a.window_started_at > ? THEN a.window_started_at ELSE EXCLUDED.window_started_at END
-         RETURNING in_window
-       )
-       SELECT run.consecutive, hour.in_window FROM run, hour`,
-        [identityId, identityId, clientAddress, now, windowStart, windowStart],
-      )
-      .options(PREPARED);
-    return { consecutive: rows[0].consecutive, inWindow: rows[0].in_window };
+    const [row] = await runFixed<{ consecutive: number; in_window: number }>(db, RECORD_FAILURE, [
+      identityId,
+      identityId,
+      clientAddress,
+      now,
+      windowStart,
+      windowStart,
+    ]);
+    return { consecutive: row!.consecutive, inWindow: row!.in_window };
   },
 
   /**
@@ -51,26 +69,12 @@ export const loginFailuresRepository = {
    * `recordFailure`'s, spread over a few rows so parallel attempts do not queue on one.
    */
   async shadowWrite(db: Db, now: Date): Promise<void> {
-    await db('login_shadow')
-      .insert({ slot: Math.floor(Math.random() * 16), touched_at: now })
-      .onConflict('slot')
-      .merge(['touched_at'])
-      .options(PREPARED);
+    await runFixed(db, SHADOW_WRITE, [Math.floor(Math.random() * 16), now]);
   },
 
   /** A successful login: the attempt counted in advance was no failure, and the run is broken. */
   async releaseSuccess(db: Db, identityId: string, clientAddress: string): Promise<void> {
-    // One statement (a login is a dozen round trips already): both counters, as two updates would.
-    await db
-      .raw(
-        `WITH run AS (
-         UPDATE login_failures SET consecutive = 0 WHERE identity_id = ? RETURNING 1
-       )
-       UPDATE login_address_failures SET in_window = GREATEST(in_window - 1, 0)
-       WHERE identity_id = ? AND client_address = ? AND (SELECT count(*) FROM run) >= 0`,
-        [identityId, identityId, clientAddress],
-      )
-      .options(PREPARED);
+    await runFixed(db, RELEASE_SUCCESS, [identityId, identityId, clientAddress]);
   },
 
   /** Takes back the consecutive part of an attempt (a locked identity's attempts do not extend its run). */

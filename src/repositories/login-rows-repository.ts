@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { hashTokenId } from '../crypto/token-id-hash.js';
-import { PREPARED } from '../db/prepared.js';
+import { fixedStatement, runFixed } from '../db/fixed-statement.js';
 import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-repository.js';
 
 /*
@@ -21,15 +21,17 @@ const loginRowsUpdate = (grantIds: string) =>
 const API_SESSION_UPDATE = `UPDATE api_sessions SET expires_at = GREATEST(expires_at, ?)
     WHERE id IN (SELECT uid FROM login_rows)`;
 
-const CONSUME_SQL = `WITH consumed AS (
+const CONSUME = fixedStatement(`WITH consumed AS (
   UPDATE oidc_payloads SET consumed_at = ?
    WHERE model = ? AND id = ? AND consumed_at IS NULL
   RETURNING grant_id
 ), login_rows AS (${loginRowsUpdate('SELECT grant_id FROM consumed')}
 ), api_session AS (${API_SESSION_UPDATE})
-SELECT count(*)::int AS n FROM consumed`;
+SELECT count(*)::int AS n FROM consumed`);
 
-const EXTEND_BEFORE_UPSERT = `with "login_rows" as (${loginRowsUpdate('?')}), "api_session" as (${API_SESSION_UPDATE}) `;
+const EXTEND_THEN_UPSERT = oidcPayloadsRepository.upsertAfter(
+  `with "login_rows" as (${loginRowsUpdate('?')}), "api_session" as (${API_SESSION_UPDATE}) `,
+);
 
 /**
  * Writes that move the end of a login's rows (src/oidc/login-lifetime.ts) inside a statement the
@@ -42,16 +44,24 @@ export const loginRowsRepository = {
    * (then nothing moves).
    */
   async consumeAndExtend(db: Db, model: string, id: string, at: Date, loginEnd: Date): Promise<boolean> {
-    const { rows } = await db
-      .raw(CONSUME_SQL, [at, model, hashTokenId(id), loginEnd, loginEnd, loginEnd])
-      .options(PREPARED);
-    return Number((rows[0] as { n: number }).n) > 0;
+    const [row] = await runFixed<{ n: number }>(db, CONSUME, [
+      at,
+      model,
+      hashTokenId(id),
+      loginEnd,
+      loginEnd,
+      loginEnd,
+    ]);
+    return Number(row!.n) > 0;
   },
 
   /** Stores a refresh token and, in the same statement, moves its login's rows to end no earlier than `loginEnd`. */
   async upsertAndExtend(db: Db, row: OidcPayloadRow & { grantId: string }, loginEnd: Date): Promise<void> {
-    await oidcPayloadsRepository
-      .upsertWith(db, EXTEND_BEFORE_UPSERT, [loginEnd, hashTokenId(row.grantId), loginEnd, loginEnd], row)
-      .options(PREPARED);
+    await oidcPayloadsRepository.upsertWith(
+      db,
+      EXTEND_THEN_UPSERT,
+      [loginEnd, hashTokenId(row.grantId), loginEnd, loginEnd],
+      row,
+    );
   },
 };

@@ -1,5 +1,5 @@
 import type { Db } from '../db/create-database.js';
-import { PREPARED } from '../db/prepared.js';
+import { runFixed } from '../db/fixed-statement.js';
 import { fixedSelectFirst } from './fixed-select.js';
 
 /** One identity's TOTP configuration; the secret stays sealed here. */
@@ -35,7 +35,7 @@ const TOTP_COLUMNS = [
   'verified_at',
   'started_by_session',
 ] as const satisfies readonly (keyof TotpRow)[];
-const FIND_SQL = fixedSelectFirst('mfa_totp', TOTP_COLUMNS, ['identity_id']);
+const FIND = fixedSelectFirst('mfa_totp', TOTP_COLUMNS, ['identity_id']);
 
 const toConfig = (r: TotpRow): TotpConfig => ({
   identityId: r.identity_id,
@@ -60,8 +60,7 @@ export const mfaTotpRepository = {
   },
 
   async find(db: Db, identityId: string): Promise<TotpConfig | undefined> {
-    const { rows } = await db.raw(FIND_SQL, [identityId]).options(PREPARED);
-    const row = rows[0] as TotpRow | undefined;
+    const [row] = await runFixed<TotpRow>(db, FIND, [identityId]);
     return row && toConfig(row);
   },
 

@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { hashTokenId } from '../crypto/token-id-hash.js';
-import { PREPARED } from '../db/prepared.js';
+import { fixedStatement, runFixed, type FixedStatement } from '../db/fixed-statement.js';
 
 /** One stored oidc-provider model instance (or one of our own rows kept beside them). */
 export interface OidcPayloadRow {
@@ -53,7 +53,21 @@ const hashedOrNull = (id: string | null | undefined) => (id ? hashTokenId(id) : 
  * anew on every call (docs/benchmarks.md, "Per-login CPU against baseline (c)").
  */
 const UPSERT_SQL = `insert into "oidc_payloads" ("account_id", "expires_at", "grant_id", "id", "model", "payload", "uid", "user_code") values (?, ?, ?, ?, ?, ?, ?, ?) on conflict ("model", "id") do update set "payload" = excluded."payload", "grant_id" = excluded."grant_id", "user_code" = excluded."user_code", "uid" = excluded."uid", "expires_at" = excluded."expires_at", "account_id" = excluded."account_id"`;
-const FIND_SQL = `select "payload", "consumed_at" from "oidc_payloads" where "model" = ? and ("expires_at" is null or "expires_at" > ?) and "id" = ? limit 1`;
+const UPSERT = fixedStatement(UPSERT_SQL);
+const FIND = fixedStatement(
+  `select "payload", "consumed_at" from "oidc_payloads" where "model" = ? and ("expires_at" is null or "expires_at" > ?) and "id" = ? limit 1`,
+);
+/** Newest row wins: parallel logins may have produced duplicate uids (oidc-provider issue 1145). */
+const FIND_BY_UID = fixedStatement(
+  `select "payload", "consumed_at" from "oidc_payloads" where "model" = ? and ("expires_at" is null or "expires_at" > ?) and "uid" = ? order by "expires_at" desc limit 1`,
+);
+const CONSUME = fixedStatement(
+  `update "oidc_payloads" set "consumed_at" = ? where "model" = ? and "id" = ? and "consumed_at" is null returning 1`,
+);
+const FIND_WITH_SESSION = fixedStatement(
+  `select "oidc_payloads"."payload", "oidc_payloads"."consumed_at", "api_sessions"."expires_at" as "session_expires_at" from "oidc_payloads" left join "api_sessions" on "api_sessions"."id" = "oidc_payloads"."uid" where "oidc_payloads"."model" = ? and "oidc_payloads"."id" = ? and ("oidc_payloads"."expires_at" is null or "oidc_payloads"."expires_at" > ?) limit 1`,
+);
+const DESTROY = fixedStatement(`delete from "oidc_payloads" where "model" = ? and "id" = ?`);
 
 /** The upsert's values, in UPSERT_SQL's order. */
 const upsertBindings = (row: OidcPayloadRow) => [
@@ -75,37 +89,29 @@ const upsertBindings = (row: OidcPayloadRow) => [
  */
 export const oidcPayloadsRepository = {
   async upsert(db: Db, row: OidcPayloadRow): Promise<void> {
-    await db.raw(UPSERT_SQL, upsertBindings(row)).options(PREPARED);
+    await runFixed(db, UPSERT, upsertBindings(row));
   },
 
   /**
-   * The upsert behind `WITH` clauses another repository function adds (`withSql`, ending in a
-   * space, and their bindings): more writes in the same statement.
+   * The upsert behind `WITH` clauses another repository adds (`withSql`, ending in a space): more
+   * writes in the same statement. Built once, when the other repository's module loads.
    */
-  upsertWith(db: Db, withSql: string, withBindings: unknown[], row: OidcPayloadRow) {
-    return db.raw(withSql + UPSERT_SQL, [...withBindings, ...upsertBindings(row)] as never);
+  upsertAfter(withSql: string): FixedStatement {
+    return fixedStatement(withSql + UPSERT_SQL);
   },
 
-  /** The upsert, not yet run: for a repository function that adds another write to the same statement. */
-  upsertStatement(db: Db, row: OidcPayloadRow) {
-    return db('oidc_payloads')
-      .insert({
-        model: row.model,
-        id: hashTokenId(row.id),
-        payload: JSON.stringify(row.payload),
-        grant_id: hashedOrNull(row.grantId),
-        user_code: row.userCode ?? null,
-        uid: row.uid ?? null,
-        expires_at: row.expiresAt ?? null,
-        account_id: accountIdOf(row.payload),
-      })
-      .onConflict(['model', 'id'])
-      .merge(['payload', 'grant_id', 'user_code', 'uid', 'expires_at', 'account_id']);
+  /** Runs a statement of `upsertAfter` with the bindings of its `WITH` clauses, then the row's. */
+  async upsertWith(
+    db: Db,
+    statement: FixedStatement,
+    withBindings: unknown[],
+    row: OidcPayloadRow,
+  ): Promise<void> {
+    await runFixed(db, statement, [...withBindings, ...upsertBindings(row)]);
   },
 
   async find(db: Db, model: string, id: string, now: Date): Promise<StoredOidcPayload | undefined> {
-    const { rows } = await db.raw(FIND_SQL, [model, now, hashTokenId(id)]).options(PREPARED);
-    const row = rows[0] as Row | undefined;
+    const [row] = await runFixed<Row>(db, FIND, [model, now, hashTokenId(id)]);
     return row && toStored(row);
   },
 
@@ -119,27 +125,16 @@ export const oidcPayloadsRepository = {
     id: string,
     now: Date,
   ): Promise<(StoredOidcPayload & { sessionExpiresAt: Date | null }) | undefined> {
-    const row: (Row & { session_expires_at: Date | null }) | undefined = await db('oidc_payloads')
-      .leftJoin('api_sessions', 'api_sessions.id', 'oidc_payloads.uid')
-      .where({ 'oidc_payloads.model': model, 'oidc_payloads.id': hashTokenId(id) })
-      .andWhere((q) => q.whereNull('oidc_payloads.expires_at').orWhere('oidc_payloads.expires_at', '>', now))
-      .first('oidc_payloads.payload', 'oidc_payloads.consumed_at', {
-        session_expires_at: 'api_sessions.expires_at',
-      })
-      .options(PREPARED);
+    const [row] = await runFixed<Row & { session_expires_at: Date | null }>(db, FIND_WITH_SESSION, [
+      model,
+      hashTokenId(id),
+      now,
+    ]);
     return row && { ...toStored(row), sessionExpiresAt: row.session_expires_at ?? null };
   },
 
-  /**
-   * Newest row wins: parallel logins may have produced duplicate uids
-   * (https://github.com/panva/node-oidc-provider/issues/1145).
-   */
   async findByUid(db: Db, model: string, uid: string, now: Date): Promise<StoredOidcPayload | undefined> {
-    const row: Row | undefined = await live(db, model, now)
-      .andWhere({ uid })
-      .orderBy('expires_at', 'desc')
-      .first('payload', 'consumed_at')
-      .options(PREPARED);
+    const [row] = await runFixed<Row>(db, FIND_BY_UID, [model, now, uid]);
     return row && toStored(row);
   },
 
@@ -157,19 +152,11 @@ export const oidcPayloadsRepository = {
 
   /** Marks a row consumed in ONE conditional statement; false when it was gone or already consumed. */
   async consume(db: Db, model: string, id: string, at: Date): Promise<boolean> {
-    const changed = await db('oidc_payloads')
-      .where({ model, id: hashTokenId(id) })
-      .whereNull('consumed_at')
-      .update({ consumed_at: at })
-      .options(PREPARED);
-    return changed > 0;
+    return (await runFixed(db, CONSUME, [at, model, hashTokenId(id)])).length > 0;
   },
 
   async destroy(db: Db, model: string, id: string): Promise<void> {
-    await db('oidc_payloads')
-      .where({ model, id: hashTokenId(id) })
-      .delete()
-      .options(PREPARED);
+    await runFixed(db, DESTROY, [model, hashTokenId(id)]);
   },
 
   async deleteByGrantId(db: Db, grantId: string, model?: string): Promise<void> {

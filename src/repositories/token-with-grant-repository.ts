@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { hashTokenId } from '../crypto/token-id-hash.js';
-import { PREPARED } from '../db/prepared.js';
+import { fixedStatement, runFixed } from '../db/fixed-statement.js';
 import { IDENTITY_COLUMNS, toIdentity, type Identity } from './identities-repository.js';
 import type { StoredOidcPayload } from './oidc-payloads-repository.js';
 
@@ -41,7 +41,7 @@ const stored = (payload: unknown, consumedAt: Date | null): StoredOidcPayload =>
  * session id in `uid`. Every model row counts only until it expires, like a single find. The
  * identity's policy brings the secondary JWT signer a refresh grant must be shown a JWT of.
  */
-const SQL = `
+const READ = fixedStatement(`
 SELECT t.payload, t.consumed_at, t.account_id,
        g.id AS g_id, g.payload AS g_payload, g.consumed_at AS g_consumed_at,
        f.id AS f_id, f.payload AS f_payload, s.expires_at AS s_expires_at,
@@ -56,7 +56,7 @@ SELECT t.payload, t.consumed_at, t.account_id,
   LEFT JOIN identities i ON i.id = t.account_id
   LEFT JOIN auth_policies p ON p.id = i.auth_policy_id
  WHERE t.model = ? AND t.id = ? AND (t.expires_at IS NULL OR t.expires_at > ?)
- LIMIT 1`;
+ LIMIT 1`);
 
 /**
  * The one read of a code exchange or a refresh grant: oidc_payloads joined with api_sessions and
@@ -69,8 +69,7 @@ export const tokenWithGrantRepository = {
     tokenId: string,
     now: Date,
   ): Promise<TokenWithGrant | undefined> {
-    const { rows } = await db.raw(SQL, [now, now, model, hashTokenId(tokenId), now]).options(PREPARED);
-    const r = rows[0] as Record<string, unknown> | undefined;
+    const [r] = await runFixed(db, READ, [now, now, model, hashTokenId(tokenId), now]);
     if (!r) return undefined;
     const identityRow = Object.fromEntries(IDENTITY_COLUMNS.map((c) => [c, r[`i_${c}`]]));
     return {

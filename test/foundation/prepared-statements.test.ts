@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { createDatabase, type Database, type Db } from '../../src/db/create-database.js';
-import { PREPARED } from '../../src/db/prepared.js';
+import { fixedStatement, runFixed } from '../../src/db/fixed-statement.js';
 import { inTransaction } from '../../src/db/transaction.js';
 import { createTestDatabaseUrl, describeWithPostgres } from '../helpers/test-database.js';
 
@@ -19,7 +19,8 @@ describeWithPostgres('prepared statements on PostgreSQL', () => {
     await database.drop();
   });
 
-  const read = (k: Db) => k('scratch').where({ id: 1 }).first('id', 'v').options(PREPARED);
+  const READ = fixedStatement('select "id", "v" from "scratch" where "id" = ?');
+  const read = async (k: Db) => (await runFixed(k, READ, [1]))[0];
 
   test('are prepared once per connection and run the same inside and outside a transaction', async () => {
     expect(await read(db.knex)).toEqual({ id: 1, v: 7 });
@@ -35,5 +36,21 @@ describeWithPostgres('prepared statements on PostgreSQL', () => {
     await db.knex.raw('ALTER TABLE scratch ALTER COLUMN v TYPE text');
     expect(await read(db.knex)).toEqual({ id: 1, v: '7' });
     expect(await read(db.knex)).toEqual({ id: 1, v: '7' });
+  });
+
+  test('a failing statement names itself, and knex reports it as a failed query', async () => {
+    const errors: string[] = [];
+    const onError = (err: Error) => errors.push(err.message);
+    db.knex.on('query-error', onError);
+    try {
+      const bad = fixedStatement('select "id" from "scratch" where "id" = ?::int');
+      await expect(runFixed(db.knex, bad, ['not a number'])).rejects.toThrow(
+        /^select "id" from "scratch" where "id" = \?::int - invalid input syntax/,
+      );
+    } finally {
+      db.knex.off('query-error', onError);
+    }
+    expect(errors).toHaveLength(1);
+    expect(await read(db.knex)).toEqual({ id: 1, v: '7' }); // the connection went back to the pool
   });
 });
