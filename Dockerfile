@@ -17,7 +17,7 @@ ENV NODE_ENV=production \
     SVC_ADDRESS=0.0.0.0:1280 \
     SVC_DATA_DIR=/var/lib/svc
 # V8 heap options of the controller (src/node-heap-options.ts; docs/operations.md, "Memory").
-ENV NODE_OPTIONS="--max-semi-space-size=8"
+ENV NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=192"
 WORKDIR /app
 # Application files stay owned by root (read-only for the service); only the data dir is writable.
 COPY --from=build /app/package.json ./package.json
