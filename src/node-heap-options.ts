@@ -5,7 +5,10 @@
  * Why these values: docs/operations.md, "Memory". A value set by the operator (NODE_OPTIONS or a
  * flag) wins over ours.
  */
-export const CONTROLLER_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=8', '--max-old-space-size=192'];
+export const CONTROLLER_NODE_OPTIONS: readonly string[] = [
+  '--max-semi-space-size=8',
+  '--max-old-space-size=192',
+];
 
 const flagName = (option: string) => option.split('=')[0]!;
 

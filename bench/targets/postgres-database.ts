@@ -4,7 +4,8 @@ import { createCpuAccumulator } from '../proc-cpu.js';
 import { startStatementCounter } from './pg-statement-counter.js';
 
 /** The server the bench creates its databases on; SVC_BENCH_POSTGRES_URL points it at another. */
-export const POSTGRES_URL = process.env.SVC_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const POSTGRES_URL =
+  process.env.SVC_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface BenchDatabase {
   /** For the target (the service or baseline (c)): through a relay that counts its statements. */

@@ -5,7 +5,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import knexFactory, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import { migrationSource } from './migration-source.js';
-import { PreparingPgClient } from './fixed-statement.js';
+import { PooledPgClient } from './fixed-statement.js';
 
 /** A knex handle or a transaction: every repository function takes one of these. */
 export type Db = Knex | Knex.Transaction;
@@ -54,7 +54,7 @@ export function createDatabase(target: DatabaseTarget): Database {
   }
   const acquireTimeoutMillis = target.acquireTimeoutMs ?? 60_000;
   const knex = knexFactory({
-    client: PreparingPgClient,
+    client: PooledPgClient,
     connection: {
       connectionString: target.connectionString,
       application_name: APPLICATION_NAME,

@@ -5,10 +5,11 @@ import KnexPgClient from 'knex/lib/dialects/postgres/index.js';
 import type { Db } from './create-database.js';
 
 /**
- * knex's PostgreSQL client, as the controller's PostgreSQL databases use it: the sign that
- * `runFixed` may send a statement prepared, straight to a connection of its pool.
+ * knex's PostgreSQL client, as the controller's PostgreSQL databases use it. It adds nothing:
+ * PGlite's knex client extends the same dialect class, and this subclass is how `runFixed` tells
+ * a node-postgres connection, which it may use directly, from PGlite.
  */
-export class PreparingPgClient extends (KnexPgClient as typeof Knex.Client) {}
+export class PooledPgClient extends (KnexPgClient as typeof Knex.Client) {}
 
 /**
  * One name per statement text, module-wide, so two different statements never share a name
@@ -57,10 +58,11 @@ let queryUid = 0;
 
 /**
  * Runs a fixed statement and answers its rows. On PostgreSQL it goes to a connection of knex's pool
- * (or the transaction's own) without knex's query runner: knex built, copied and renumbered the
- * same statement on every call, about a tenth of the CPU of a refresh grant
- * (docs/benchmarks.md). knex's query events are still emitted, so query metrics and anything
- * listening to them see every statement. Elsewhere (the embedded database) knex runs it.
+ * (or the transaction's own) without knex's query runner, which built, copied and renumbered the
+ * same statement on every call: knex's own code and lodash were 5–6 % of the controller's CPU
+ * under refresh load (docs/benchmarks.md, "Fixed statements and bounded memory"). knex's query
+ * events are still emitted, so query metrics and anything listening to them see every statement.
+ * Elsewhere (the embedded database) knex runs it.
  */
 export async function runFixed<Row = Record<string, unknown>>(
   db: Db,
@@ -68,10 +70,13 @@ export async function runFixed<Row = Record<string, unknown>>(
   values: unknown[],
 ): Promise<Row[]> {
   const client = (db as Knex).client;
-  if (!(client instanceof PreparingPgClient)) {
+  if (!(client instanceof PooledPgClient)) {
     const { rows } = await db.raw(statement.sql, values as Knex.RawBinding[]);
     return rows as Row[];
   }
+  // knex's own check, which its transaction client makes in the query runner skipped here: a
+  // finished transaction's connection is back in the pool, serving someone else.
+  if ((db as Knex.Transaction).isCompleted?.()) throw new Error('the transaction has already ended');
   const connection = (await client.acquireConnection()) as PgConnection;
   const query = {
     sql: statement.sql,

@@ -71,7 +71,7 @@ const plausible = (key: unknown): key is string => typeof key === 'string' && PL
 
 /**
  * oidc-provider's adapter over one table shared by every Provider. `consume` is one
- * conditional UPDATE that fails the loser, so of N parallel redemptions exactly one wins. Every
+ * statement whose conditional UPDATE fails the loser, so of N parallel redemptions exactly one wins. Every
  * model's id is stored only as its hash and never inside its payload (docs/adr/0004).
  */
 export function createPostgresAdapter({

@@ -3,10 +3,9 @@ import { fixedStatement, type FixedStatement } from '../db/fixed-statement.js';
 const quoted = (name: string) => `"${name}"`;
 
 /**
- * `select <columns> from <table> where <each of where> = ? limit 1`, built once at
- * module load for the reads every login sends: knex's query builder compiled the same text anew
- * on each call (docs/benchmarks.md, "Per-login CPU against baseline (c)"). Names are the
- * repositories' own constants, never input.
+ * `select <columns> from <table> where <each of where> = ? limit 1`, built once at module load
+ * for the reads every login sends (src/db/fixed-statement.ts). Names are the repositories' own
+ * constants, never input.
  */
 export function fixedSelectFirst(
   table: string,

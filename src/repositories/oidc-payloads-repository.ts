@@ -48,10 +48,7 @@ const live = (db: Db, model: string, now: Date) =>
 /** Null stays null: most rows have no grant. */
 const hashedOrNull = (id: string | null | undefined) => (id ? hashTokenId(id) : null);
 
-/*
- * The statements every login and refresh sends, as fixed text: knex's query builder compiled them
- * anew on every call (docs/benchmarks.md, "Per-login CPU against baseline (c)").
- */
+/* The statements every login and refresh sends, as fixed text (src/db/fixed-statement.ts). */
 const UPSERT_SQL = `insert into "oidc_payloads" ("account_id", "expires_at", "grant_id", "id", "model", "payload", "uid", "user_code") values (?, ?, ?, ?, ?, ?, ?, ?) on conflict ("model", "id") do update set "payload" = excluded."payload", "grant_id" = excluded."grant_id", "user_code" = excluded."user_code", "uid" = excluded."uid", "expires_at" = excluded."expires_at", "account_id" = excluded."account_id"`;
 const UPSERT = fixedStatement(UPSERT_SQL);
 const FIND = fixedStatement(

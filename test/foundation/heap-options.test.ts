@@ -32,7 +32,9 @@ describe('the heap options', () => {
     expect(missingNodeOptions([...CONTROLLER_NODE_OPTIONS], '')).toEqual([]);
     // The operator's own value wins; V8 reads - and _ alike.
     expect(missingNodeOptions([], '--max_semi_space_size=32')).toEqual(['--max-old-space-size=192']);
-    expect(missingNodeOptions(['--max-old-space-size=512'], '--inspect')).toEqual(['--max-semi-space-size=8']);
+    expect(missingNodeOptions(['--max-old-space-size=512'], '--inspect')).toEqual([
+      '--max-semi-space-size=8',
+    ]);
     expect(missingNodeOptions(['--max-old-space-size=512'], '--max-semi-space-size=4')).toEqual([]);
   });
 });

@@ -40,7 +40,9 @@ describe('password login: SQL statements of the whole flow', () => {
     // the grant, the facts and the code; the provider's Session is not stored.
     expect(count(sql, /"oidc_payloads"/)).toBe(5);
     expect(count(sql, /^select "payload", "consumed_at" from "oidc_payloads"/)).toBe(1);
-    expect(count(sql, /^update "oidc_payloads" set "consumed_at" = .* and "consumed_at" is null returning 1$/)).toBe(1);
+    expect(
+      count(sql, /^update "oidc_payloads" set "consumed_at" = .* and "consumed_at" is null returning 1$/),
+    ).toBe(1);
     expect(count(sql, /^delete /)).toBe(0);
     // Once to find the login's identity, with its policy and the policy's signers in the same
     // statement; once more after the slow hash (a lock set meanwhile holds).
