@@ -49,6 +49,7 @@ export function createDatabase(target: DatabaseTarget): Database {
       } as Knex.PgConnectionConfig,
       migrations: { migrationSource },
       useNullAsDefault: true,
+      compileSqlOnError: false,
     });
     return { knex, kind: 'pglite', target };
   }
@@ -73,6 +74,8 @@ export function createDatabase(target: DatabaseTarget): Database {
     pool: { min: 0, max: target.poolMax, acquireTimeoutMillis, createTimeoutMillis: acquireTimeoutMillis },
     acquireConnectionTimeout: acquireTimeoutMillis,
     migrations: { migrationSource },
+    // A failed statement's error names its text, not its values (usernames, hashed ids, payloads).
+    compileSqlOnError: false,
   });
   return { knex, kind: 'pg', target };
 }

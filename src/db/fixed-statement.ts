@@ -69,6 +69,8 @@ export async function runFixed<Row = Record<string, unknown>>(
   statement: FixedStatement,
   values: unknown[],
 ): Promise<Row[]> {
+  // node-postgres would send an undefined as NULL where knex refuses it: refused on both databases.
+  if (values.includes(undefined)) throw new Error(`${statement.sql} - a value is undefined`);
   const client = (db as Knex).client;
   if (!(client instanceof PooledPgClient)) {
     const { rows } = await db.raw(statement.sql, values as Knex.RawBinding[]);
@@ -90,7 +92,8 @@ export async function runFixed<Row = Record<string, unknown>>(
     try {
       result = await connection.query({ name: statement.name, text: statement.text, values });
     } catch (err) {
-      if (!isStalePlan(err)) throw err;
+      // Inside a transaction the error has aborted it: nothing more can run there.
+      if (!isStalePlan(err) || (client as { transacting?: boolean }).transacting) throw err;
       // A migration by a newer instance changed what the statement returns: run it unprepared,
       // and let the pool replace this connection, whose prepared statement stays stale.
       (connection as { __knex__disposed?: unknown }).__knex__disposed = err;

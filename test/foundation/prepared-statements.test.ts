@@ -53,4 +53,8 @@ describeWithPostgres('prepared statements on PostgreSQL', () => {
     expect(errors).toHaveLength(1);
     expect(await read(db.knex)).toEqual({ id: 1, v: '7' }); // the connection went back to the pool
   });
+
+  test('an undefined value is refused, not sent as NULL', async () => {
+    await expect(runFixed(db.knex, READ, [undefined])).rejects.toThrow(/a value is undefined/);
+  });
 });
