@@ -16,8 +16,6 @@ FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     SVC_ADDRESS=0.0.0.0:1280 \
     SVC_DATA_DIR=/var/lib/svc
-# V8 heap options of the controller (src/node-heap-options.ts; docs/operations.md, "Memory").
-ENV NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=192"
 WORKDIR /app
 # Application files stay owned by root (read-only for the service); only the data dir is writable.
 COPY --from=build /app/package.json ./package.json
@@ -33,4 +31,6 @@ EXPOSE 1280
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "const fs=require('fs'),https=require('https'),e=process.env;const d=e.SVC_DATA_DIR||'/var/lib/svc';const p=(e.SVC_ADDRESS||'0.0.0.0:1280').split(':').pop();const a=e.SVC_ADVERTISED_ADDRESS||'localhost:1280';https.get({host:'127.0.0.1',port:p,path:'/health/ready',ca:fs.readFileSync(e.SVC_HEALTHCHECK_CA||e.SVC_TLS_CA||d+'/pki/ca.pem'),servername:a.slice(0,a.lastIndexOf(':')).replace('[','').replace(']',''),timeout:2000},r=>process.exit(r.statusCode===200?0:1)).on('timeout',()=>process.exit(1)).on('error',()=>process.exit(1))"]
 # The service handles SIGTERM itself (graceful shutdown); `docker run --init` adds signal forwarding.
-CMD ["node", "dist/src/main.js"]
+# With the controller's V8 heap options (src/node-heap-options.ts; docs/operations.md, "Memory"):
+# command-line flags, which reach only the controller (Node refuses one of them in the environment).
+CMD ["node", "--max-semi-space-size=8", "--heap-growing-percent=100", "dist/src/main.js"]

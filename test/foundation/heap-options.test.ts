@@ -24,18 +24,20 @@ describe('the heap options', () => {
     };
     expect(pkg.scripts.start).toBe(`node ${CONTROLLER_NODE_OPTIONS.join(' ')} dist/src/main.js`);
     const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toContain(`ENV NODE_OPTIONS="${CONTROLLER_NODE_OPTIONS.join(' ')}"`);
+    const cmd = ['node', ...CONTROLLER_NODE_OPTIONS, 'dist/src/main.js'].map((arg) => JSON.stringify(arg));
+    expect(dockerfile).toContain(`CMD [${cmd.join(', ')}]`);
+    expect(dockerfile).not.toContain('NODE_OPTIONS'); // the image's CLI runs without them
   });
 
   test('svc controller run adds only what neither the flags nor NODE_OPTIONS set', () => {
     expect(missingNodeOptions([], '')).toEqual(CONTROLLER_NODE_OPTIONS);
     expect(missingNodeOptions([...CONTROLLER_NODE_OPTIONS], '')).toEqual([]);
     // The operator's own value wins; V8 reads - and _ alike.
-    expect(missingNodeOptions([], '--max_semi_space_size=32')).toEqual(['--max-old-space-size=192']);
-    expect(missingNodeOptions(['--max-old-space-size=512'], '--inspect')).toEqual([
+    expect(missingNodeOptions([], '--max_semi_space_size=32')).toEqual(['--heap-growing-percent=100']);
+    expect(missingNodeOptions(['--heap_growing_percent=50'], '--inspect')).toEqual([
       '--max-semi-space-size=8',
     ]);
-    expect(missingNodeOptions(['--max-old-space-size=512'], '--max-semi-space-size=4')).toEqual([]);
+    expect(missingNodeOptions(['--heap-growing-percent=50'], '--max-semi-space-size=4')).toEqual([]);
   });
 });
 
