@@ -178,6 +178,16 @@ describe('seeing who is signed in: API sessions on the management and client API
     expect(error.cause.reason).toMatch(reason);
   });
 
+  test('hostile lists: a filter over 4 KiB is 400, many ranges up to it are answered, derived fields sort', async () => {
+    const huge = `createdAt >= "${started.toISOString()}"`.repeat(150);
+    expectError(await admin.get(`/api-sessions${query(huge)}`), { status: 400, code: 'COULD_NOT_VALIDATE' });
+    const many = Array.from({ length: 80 }, () => `lastActivityAt > "2000-01-01T00:00:00Z"`).join(' and ');
+    expect(await list(`/api-sessions${query(`identityId = "${user.id}" and ${many}`)}`)).toHaveLength(2);
+    for (const sort of ['lastActivityAt desc', 'expiresAt, identityName desc', 'ipAddress, authMethod']) {
+      expect((await list(`/api-sessions?sort=${encodeURIComponent(sort)}`)).length).toBeGreaterThan(0);
+    }
+  });
+
   test('the same range operators work on the date-time fields of other lists', async () => {
     const since = started.toISOString();
     const res = await admin.get(`/identities${query(`createdAt >= "${since}"`)}`);
