@@ -43,6 +43,7 @@ import { createPolicyService } from './services/policy-service.js';
 import { createRevocationService } from './services/revocation-service.js';
 import { createRevocationState } from './services/revocation-state.js';
 import { createSessionService } from './services/session-service.js';
+import { createApiSessionView } from './services/api-session-view.js';
 import { createSignerService } from './services/signer-service.js';
 
 export interface ComposeDeps {
@@ -101,6 +102,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     audit,
   });
   revocationState.onSessionRevoked((id) => sessions.forget(id));
+  const apiSessionView = createApiSessionView({ knex, maxSessionDuration: edge.oidc.maxSessionDuration });
   const lockout = createLoginLockout({ knex, revocations });
   const passwordMethod = createPasswordMethod({ knex, lockout, onVerify: metrics.observePasswordVerify });
   const policies = createPolicyService({ knex, revocations, audit });
@@ -165,6 +167,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   return {
     audit,
     sessions,
+    apiSessionView,
     revocationState,
     revocations,
     identityContext,
@@ -254,6 +257,7 @@ function createRouteDeps(
   };
   return {
     sessions: services.sessions,
+    apiSessionView: services.apiSessionView,
     passwordMethod: services.passwordMethod,
     principals,
     totp: services.totp,

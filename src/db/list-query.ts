@@ -13,7 +13,7 @@ export interface SortKey {
 
 export type FilterClause = {
   column: string;
-  op: '=' | '!=' | 'contains';
+  op: '=' | '!=' | 'contains' | '<' | '<=' | '>' | '>=';
   value: string | boolean | number | null;
 };
 
@@ -53,6 +53,9 @@ function escapeLike(value: string): string {
 function applyClause(qb: Knex.QueryBuilder, c: FilterClause): void {
   if (c.op === 'contains') {
     qb.whereRaw('?? ilike ? escape ?', [c.column, `%${escapeLike(String(c.value))}%`, '\\']);
+  } else if (c.op !== '=' && c.op !== '!=') {
+    // A range: the parser allows it on date-time columns only, with a checked RFC 3339 value.
+    qb.whereRaw(`?? ${c.op} cast(? as timestamptz)`, [c.column, c.value]);
   } else if (c.value === null) {
     if (c.op === '=') qb.whereNull(c.column);
     else qb.whereNotNull(c.column);

@@ -3,9 +3,11 @@ import type { Identity } from '../repositories/identities-repository.js';
 import { isForeignKeyViolation } from '../db/db-errors.js';
 import { isDisabled } from '../services/auth/identity-status.js';
 import type { RevocationState } from '../services/revocation-state.js';
+import { currentRequestScope } from '../services/request-scope.js';
 import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
-import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
+import type { LoginState } from './login-state.js';
+import type { LoginFacts, OidcSessions, SessionOrigin } from './oidc-sessions.js';
 
 export interface AccountPolicyDeps {
   findIdentity: (id: string) => Promise<Identity | undefined>;
@@ -34,6 +36,19 @@ export const GENERATION_CLAIM = 'z_gen';
 /** What `complete` (login-flow.ts) leaves in `interaction.result.svc` for the grant to pick up. */
 export const loginFactsOfResult = (ctx: KoaContextWithOIDC): LoginFacts | undefined =>
   ctx.oidc.result?.login ? (ctx.oidc.result.svc as LoginFacts | undefined) : undefined;
+
+/**
+ * Where the login finishing on this request came from: its primary method (`complete` leaves the
+ * login state beside the facts) and the client address, read from the request scope as the
+ * request log and audit events read it (the provider's own context knows nothing of our listener).
+ */
+function originOfResult(ctx: KoaContextWithOIDC): SessionOrigin {
+  const method = (ctx.oidc.result?.svc as Partial<LoginState> | undefined)?.method;
+  return {
+    authMethod: typeof method === 'string' ? method : null,
+    ipAddress: currentRequestScope()?.sourceAddress() ?? null,
+  };
+}
 
 /**
  * The provider's view of identities and of our login facts: accounts, token claims and the
@@ -120,7 +135,7 @@ export function createAccountPolicy({
     }
     const grantId = await grant.save();
     try {
-      await sessions.start(grantId, { ...facts, issuer: ctx.oidc.issuer });
+      await sessions.start(grantId, { ...facts, issuer: ctx.oidc.issuer }, originOfResult(ctx));
     } catch (err) {
       // The identity was deleted between the login and here: no session, no grant, no code.
       if (!isForeignKeyViolation(err)) throw err;

@@ -32,6 +32,14 @@ export interface LoginFacts {
 
 const MODEL = 'SvcLogin';
 
+/** Where a login came from, kept on its API session only (docs/operations.md "Seeing who is signed in"). */
+export interface SessionOrigin {
+  /** The primary login method: `password`, `cert`, `ext-jwt`. */
+  authMethod: string | null;
+  /** The client address of the request that completed the login, as the request log writes it. */
+  ipAddress: string | null;
+}
+
 export interface OidcSessionsDeps {
   knex: Knex;
   revocations: RevocationService;
@@ -68,7 +76,7 @@ export function createOidcSessions({
      * all, in one statement (`insertWithLoginFacts`). A deleted identity fails it on the session's
      * foreign key. Both end with the login's code until a token is issued (login-lifetime.ts).
      */
-    async start(grantId: string, facts: LoginFacts): Promise<void> {
+    async start(grantId: string, facts: LoginFacts, origin: SessionOrigin): Promise<void> {
       const expiresAt = loginRowsEnd(now(), { kind: 'login' });
       await apiSessionsRepository.insertWithLoginFacts(
         knex,
@@ -82,6 +90,8 @@ export function createOidcSessions({
           isCertExtendable: facts.isCertExtendable,
           mfaRequired: false,
           mfaComplete: facts.amr.includes('mfa'),
+          authMethod: origin.authMethod,
+          ipAddress: origin.ipAddress,
           expiresAt,
         },
         {

@@ -32,6 +32,20 @@ const sessionAndMfa: RouteDoc[] = [
     response: emptyResponse('The session has ended.'),
   },
   {
+    method: 'get',
+    path: '/current-identity/api-sessions',
+    operationId: 'listOwnApiSessions',
+    summary: "The caller's live API sessions",
+    description:
+      'Legacy (`svc-session`) and OIDC sessions of the calling identity, never a token; `isCurrent` marks the ' +
+      'session of the credential the request was made with (a `svc-session`, or the `z_asid` of a bearer ' +
+      'token). Filters and sorts as the management list `/api-sessions`.',
+    tag: 'Current API session',
+    access: 'authenticated',
+    list: true,
+    response: { status: 200, description: 'A page.', schema: listEnvelope(ref('OwnApiSession')) },
+  },
+  {
     method: 'post',
     path: MFA,
     operationId: 'startMfaEnrollment',

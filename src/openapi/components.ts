@@ -71,7 +71,9 @@ export const parameters: JsonSchema = {
     name: 'filter',
     in: 'query',
     description:
-      'Clauses `field = "v"`, `field != "v"`, `field contains "v"` with string, number, `true`/`false` or `null` literals, joined by `and`.',
+      'Clauses `field = "v"`, `field != "v"`, `field contains "v"` with string, number, `true`/`false` or `null` literals, joined by `and`. ' +
+      'Date-time fields also take `<`, `<=`, `>`, `>=` with an RFC 3339 date-time, e.g. `createdAt >= "2026-11-01T00:00:00Z"`; ' +
+      'these on another field, or a value that is not an RFC 3339 date-time, are 400 naming the field.',
     schema: str,
     example: 'name contains "svc" and isAdmin = false',
   },

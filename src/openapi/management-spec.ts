@@ -257,6 +257,52 @@ function blockedCertificateRoutes(): RouteDoc[] {
   ];
 }
 
+const API_SESSIONS_DESCRIPTION =
+  'Live sessions only, legacy (`svc-session`) and OIDC alike; never a token. `id` is the `z_asid` claim ' +
+  'of the access tokens of an OIDC session. `authMethod` and `ipAddress` are null for sessions opened ' +
+  'before they were recorded. Filters: `identityId`, `identityName`, `kind`, `authMethod`, `ipAddress`, ' +
+  '`isMfaRequired`, `isMfaComplete`, and ranges on `createdAt`, `lastActivityAt`, `expiresAt`.';
+
+/** Who is signed in: the live API sessions, of everyone or of one identity. */
+function apiSessionRoutes(): RouteDoc[] {
+  const tag = 'API sessions';
+  const page = { status: 200, description: 'A page.', schema: listEnvelope(ref('ApiSessionDetail')) };
+  return [
+    {
+      ...admin,
+      method: 'get',
+      path: '/api-sessions',
+      operationId: 'listApiSessions',
+      summary: 'List live API sessions',
+      description: API_SESSIONS_DESCRIPTION,
+      tag,
+      list: true,
+      response: page,
+    },
+    {
+      ...admin,
+      method: 'get',
+      path: '/api-sessions/:id',
+      operationId: 'getApiSession',
+      summary: 'One live API session',
+      description: 'An ended or expired session is 404, as an unknown id.',
+      tag,
+      response: dataResponse('The session.', 'ApiSessionDetail'),
+    },
+    {
+      ...admin,
+      method: 'get',
+      path: '/identities/:id/api-sessions',
+      operationId: 'listIdentityApiSessions',
+      summary: "List an identity's live API sessions",
+      description: `${API_SESSIONS_DESCRIPTION} An unknown identity is 404.`,
+      tag,
+      list: true,
+      response: page,
+    },
+  ];
+}
+
 /** The OIDC signing keys: the management API is only ever served together with the OIDC layer. */
 const keyRoutes: RouteDoc[] = [
   {
@@ -285,13 +331,14 @@ export function managementSpec(): JsonSchema {
     {
       title: 'svc edge management API',
       description:
-        'Identities, enrollments, authenticators, auth policies, external JWT signers, CAs and signing ' +
-        'keys; every operation but login needs an admin (403 otherwise).',
+        'Identities, their API sessions, enrollments, authenticators, auth policies, external JWT signers, ' +
+        'CAs and signing keys; every operation but login needs an admin (403 otherwise).',
       basePath: '/edge/management/v1',
     },
     [
       ...sessionRoutes('management'),
       ...identityRoutes(),
+      ...apiSessionRoutes(),
       ...enrollmentRoutes(),
       ...authenticatorRoutes(),
       ...policySignerCaRoutes(),

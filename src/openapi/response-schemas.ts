@@ -21,7 +21,13 @@ import {
   totpEnrollmentSchema,
 } from '../schemas/mfa-views.js';
 import { authPolicyViewSchema } from '../schemas/policy-views.js';
-import { apiSessionSchema, authQuerySchema, currentApiSessionSchema } from '../schemas/session-views.js';
+import {
+  apiSessionDetailSchema,
+  apiSessionSchema,
+  authQuerySchema,
+  currentApiSessionSchema,
+  ownApiSessionSchema,
+} from '../schemas/session-views.js';
 import { publicSignerViewSchema, signerViewSchema } from '../schemas/signer-views.js';
 import type { JsonSchema } from './json-schema.js';
 
@@ -44,6 +50,8 @@ const views: Record<string, z.ZodType> = {
   AuthQuery: authQuerySchema,
   ApiSession: apiSessionSchema,
   CurrentApiSession: currentApiSessionSchema,
+  ApiSessionDetail: apiSessionDetailSchema,
+  OwnApiSession: ownApiSessionSchema,
   TotpEnrollment: totpEnrollmentSchema,
   TotpDetail: totpDetailSchema,
   RecoveryCodesRemaining: recoveryCodesRemainingSchema,

@@ -1,4 +1,5 @@
 import type { Db } from '../db/create-database.js';
+import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-repository.js';
 
 export type ApiSessionKind = 'legacy' | 'oidc';
@@ -12,6 +13,10 @@ export interface ApiSession {
   isCertExtendable: boolean;
   mfaRequired: boolean;
   mfaComplete: boolean;
+  /** The primary login method (`password`, `cert`, `ext-jwt`); null for sessions older than the column. */
+  authMethod: string | null;
+  /** The client address of the request that opened the session, as the request log writes it. */
+  ipAddress: string | null;
   createdAt: Date;
   lastActivityAt: Date;
   expiresAt: Date;
@@ -27,6 +32,8 @@ interface ApiSessionRow {
   is_cert_extendable: boolean;
   mfa_required: boolean;
   mfa_complete: boolean;
+  auth_method: string | null;
+  ip_address: string | null;
   created_at: Date;
   last_activity_at: Date;
   expires_at: Date;
@@ -41,6 +48,8 @@ const toApiSession = (r: ApiSessionRow): ApiSession => ({
   isCertExtendable: r.is_cert_extendable,
   mfaRequired: r.mfa_required,
   mfaComplete: r.mfa_complete,
+  authMethod: r.auth_method ?? null,
+  ipAddress: r.ip_address ?? null,
   createdAt: r.created_at,
   lastActivityAt: r.last_activity_at,
   expiresAt: r.expires_at,
@@ -54,10 +63,127 @@ export type NewApiSession = Omit<ApiSession, 'createdAt' | 'lastActivityAt'> & {
 
 /** An OIDC login's API session beside its login facts (insertWithLoginFacts). */
 const INSERT_WITH_LOGIN_FACTS = oidcPayloadsRepository.upsertAfter(
-  `with "api_session" as (insert into "api_sessions" ("id", "identity_id", "kind", "token_hash", "amr", "config_types", "is_cert_extendable", "mfa_required", "mfa_complete", "expires_at", "created_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?::timestamptz, now()))) `,
+  `with "api_session" as (insert into "api_sessions" ("id", "identity_id", "kind", "token_hash", "amr", "config_types", "is_cert_extendable", "mfa_required", "mfa_complete", "auth_method", "ip_address", "expires_at", "created_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?::timestamptz, now()))) `,
 );
 
+/** A live API session as the lists show it: with its identity's name and its last activity. */
+export interface LiveApiSession {
+  id: string;
+  identityId: string;
+  identityName: string;
+  kind: ApiSessionKind;
+  authMethod: string | null;
+  ipAddress: string | null;
+  amr: string[];
+  mfaRequired: boolean;
+  mfaComplete: boolean;
+  createdAt: Date;
+  lastActivityAt: Date;
+  expiresAt: Date;
+}
+
+/** The columns of `liveSessions`, which the list fields (schemas/api-session-schemas.ts) name. */
+interface LiveApiSessionRow {
+  id: string;
+  identity_id: string;
+  identity_name: string;
+  kind: ApiSessionKind;
+  auth_method: string | null;
+  ip_address: string | null;
+  amr: string[];
+  mfa_required: boolean;
+  mfa_complete: boolean;
+  created_at: Date | string;
+  last_activity_at: Date | string;
+  expires_at: Date | string;
+}
+
+const toLive = (r: LiveApiSessionRow): LiveApiSession => ({
+  id: r.id,
+  identityId: r.identity_id,
+  identityName: r.identity_name,
+  kind: r.kind,
+  authMethod: r.auth_method ?? null,
+  ipAddress: r.ip_address ?? null,
+  amr: r.amr ?? [],
+  mfaRequired: r.mfa_required,
+  mfaComplete: r.mfa_complete,
+  createdAt: new Date(r.created_at),
+  lastActivityAt: new Date(r.last_activity_at),
+  expiresAt: new Date(r.expires_at),
+});
+
+/**
+ * The last use of an OIDC session, read rather than recorded (a refresh writes nothing more for
+ * it): the newest consume of a code or refresh token of its grant and the issue of its newest
+ * refresh token. The grant is found through the login facts, whose `uid` is the session id.
+ */
+const OIDC_LAST_ACTIVITY = `(select max(greatest(t.consumed_at,
+      case when jsonb_typeof(t.payload -> 'iat') = 'number'
+           then to_timestamp((t.payload ->> 'iat')::double precision) end))
+    from oidc_payloads f
+    join oidc_payloads t on t.grant_id = f.grant_id and t.model in ('AuthorizationCode', 'RefreshToken')
+   where f.model = 'SvcLogin' and f.uid = s.id)`;
+
+export interface LiveSessionsScope {
+  now: Date;
+  /**
+   * edge.oidc.maxSessionDuration in seconds: a legacy session never outlives it from its login,
+   * whatever a row written before that ceiling says (session-service.ts shows and enforces the same).
+   */
+  legacyMaxSeconds: number;
+  /** Only the sessions of this identity. */
+  identityId?: string;
+}
+
+/**
+ * Live sessions as a derived table whose columns are the list fields', so filters and sorts on
+ * the derived values (the last activity, the capped expiry) work like any other.
+ */
+function liveSessions(db: Db, scope: LiveSessionsScope) {
+  const inner = db('api_sessions as s')
+    .join('identities as i', 'i.id', 's.identity_id')
+    .where('s.expires_at', '>', scope.now)
+    .modify((q) => {
+      if (scope.identityId !== undefined) q.andWhere('s.identity_id', scope.identityId);
+    })
+    .select(
+      's.id',
+      's.identity_id',
+      'i.name as identity_name',
+      's.kind',
+      's.auth_method',
+      's.ip_address',
+      's.amr',
+      's.mfa_required',
+      's.mfa_complete',
+      's.created_at',
+      db.raw(
+        `case when s.kind = 'oidc' then greatest(s.created_at, ${OIDC_LAST_ACTIVITY}) else s.last_activity_at end as last_activity_at`,
+      ),
+      db.raw(
+        `case when s.kind = 'legacy' then least(s.expires_at, s.created_at + make_interval(secs => ?)) else s.expires_at end as expires_at`,
+        [scope.legacyMaxSeconds],
+      ),
+    );
+  return db.from(inner.as('live')).where('live.expires_at', '>', scope.now);
+}
+
 export const apiSessionsRepository = {
+  /** A page of live sessions (of one identity when the scope names it); never a token hash. */
+  async listLive(db: Db, q: ListQuery, scope: LiveSessionsScope): Promise<ListPage<LiveApiSession>> {
+    const page = await runListQuery<LiveApiSessionRow>(liveSessions(db, scope).select('*'), q, 'id');
+    return mapPage(page, (rows) => rows.map(toLive));
+  },
+
+  /** One live session, as the lists show it. */
+  async findLive(db: Db, id: string, scope: LiveSessionsScope): Promise<LiveApiSession | undefined> {
+    const row: LiveApiSessionRow | undefined = await liveSessions(db, scope)
+      .andWhere('live.id', id)
+      .first('*');
+    return row && toLive(row);
+  },
+
   async insert(db: Db, s: NewApiSession): Promise<ApiSession> {
     const [row] = await db('api_sessions')
       .insert({
@@ -70,6 +196,8 @@ export const apiSessionsRepository = {
         is_cert_extendable: s.isCertExtendable,
         mfa_required: s.mfaRequired,
         mfa_complete: s.mfaComplete,
+        auth_method: s.authMethod,
+        ip_address: s.ipAddress,
         expires_at: s.expiresAt,
         ...(s.createdAt ? { created_at: s.createdAt } : {}),
       })
@@ -96,6 +224,8 @@ export const apiSessionsRepository = {
         s.isCertExtendable,
         s.mfaRequired,
         s.mfaComplete,
+        s.authMethod,
+        s.ipAddress,
         s.expiresAt,
         s.createdAt ?? null,
       ],

@@ -4,6 +4,7 @@ import { AppError } from '../errors/app-error.js';
 import { sendData, sendEmpty } from '../errors/envelope.js';
 import { authenticate, principalOf } from '../middleware/authenticate.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
+import { clientAddress } from '../middleware/request-context.js';
 import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
 import { mfaCodeSchema } from '../schemas/mfa-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
@@ -49,6 +50,8 @@ export function authenticateRoutes(router: Router, deps: RouteDeps): void {
       configTypes: input.configTypes,
       isCertExtendable: result.isCertExtendable,
       mfaRequired,
+      authMethod: method,
+      ipAddress: clientAddress(ctx),
     });
     sendData(ctx, {
       id: session.id,

@@ -15,6 +15,7 @@ import type { CertMethod } from '../services/auth/cert-method.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { Oidc } from '../oidc/create-oidc.js';
 import type { AuditTrail } from '../services/audit-trail.js';
+import type { ApiSessionView } from '../services/api-session-view.js';
 
 /**
  * What route modules may use: services, never repositories, so that every rule about the data
@@ -24,6 +25,8 @@ import type { AuditTrail } from '../services/audit-trail.js';
  */
 export interface RouteDeps {
   sessions: SessionService;
+  /** Who is signed in: the live API sessions, legacy and OIDC, as admins and identities see them. */
+  apiSessionView: ApiSessionView;
   passwordMethod: PasswordMethod;
   /** Resolves the caller of an authenticated endpoint from a session or bearer token. */
   principals: PrincipalResolver;

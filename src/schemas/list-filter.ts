@@ -4,7 +4,8 @@ import { validationError, type AppError } from '../errors/app-error.js';
 /**
  * The `filter` language of list queries (described to clients by the `filter` parameter of the
  * OpenAPI documents, src/openapi/components.ts, and in docs/cli.md): clauses `field op value`
- * joined by `and`, parsed by a hand-written tokenizer in one linear pass.
+ * joined by `and`, parsed by a hand-written tokenizer in one linear pass. `=`, `!=` on every
+ * type, `contains` on strings, `<`, `<=`, `>`, `>=` on date-times.
  */
 
 export type FieldType = 'string' | 'boolean' | 'number' | 'datetime';
@@ -30,10 +31,13 @@ type Token =
   | { kind: 'word'; text: string; pos: number }
   | { kind: 'string'; value: string; pos: number }
   | { kind: 'number'; value: number; pos: number }
-  | { kind: 'op'; text: '=' | '!='; pos: number }
+  | { kind: 'op'; text: '=' | '!=' | RangeOp; pos: number }
   | { kind: 'end'; pos: number };
 
 type Read = [Token, number];
+
+type RangeOp = '<' | '<=' | '>' | '>=';
+const isRangeOp = (op: string): op is RangeOp => op === '<' || op === '<=' || op === '>' || op === '>=';
 
 function filterError(reason: string, pos: number): AppError {
   return validationError('filter', `${reason} at character ${pos + 1}`);
@@ -66,6 +70,10 @@ function readToken(text: string, i: number): Read {
   if (c === '"') return readString(text, i);
   if (c === '=') return [{ kind: 'op', text: '=', pos: i }, i + 1];
   if (c === '!' && text[i + 1] === '=') return [{ kind: 'op', text: '!=', pos: i }, i + 2];
+  if (c === '<' || c === '>') {
+    const op = text[i + 1] === '=' ? (`${c}=` as const) : c;
+    return [{ kind: 'op', text: op, pos: i }, i + op.length];
+  }
   if (isDigit(c) || (c === '-' && isDigit(text[i + 1]))) return readNumber(text, i);
   if (isWordStart(c)) return readWord(text, i);
   throw filterError(`unexpected character ${quote(c ?? '')}`, i);
@@ -157,7 +165,7 @@ function parseClause(tokens: Token[], i: number, fields: ListFields): [FilterCla
 function readOperator(t: Token): Op {
   if (t.kind === 'op') return t.text;
   if (isKeyword(t, 'contains')) return 'contains';
-  throw filterError(`expected =, != or contains, found ${describe(t)}`, t.pos);
+  throw filterError(`expected =, !=, <, <=, >, >= or contains, found ${describe(t)}`, t.pos);
 }
 
 function readValue(t: Token): Value {
@@ -168,6 +176,8 @@ function readValue(t: Token): Value {
   throw filterError(`expected a quoted string, number, true, false or null, found ${describe(t)}`, t.pos);
 }
 
+const DATETIME_EXAMPLE = 'a date-time such as "2024-01-31T12:00:00Z"';
+
 /** What each field type accepts after `=` / `!=`, and the reason given when it does not. */
 const ACCEPTS: Record<FieldType, [(value: Value) => boolean, string]> = {
   boolean: [(v) => typeof v === 'boolean', 'accepts only true or false'],
@@ -175,7 +185,7 @@ const ACCEPTS: Record<FieldType, [(value: Value) => boolean, string]> = {
   number: [(v) => v === null || typeof v === 'number', 'accepts only a number or null'],
   datetime: [
     (v) => v === null || (typeof v === 'string' && isIsoDatetime(v)),
-    'accepts only null or a date-time such as "2024-01-31T12:00:00Z"',
+    `accepts only null or ${DATETIME_EXAMPLE}`,
   ],
 };
 
@@ -183,12 +193,20 @@ function checkClause(name: string, type: FieldType, op: Op, value: Value, pos: n
   const fail = (reason: string) => filterError(`field ${quote(name)} ${reason}`, pos);
   if (op === 'contains' && type !== 'string') throw fail('does not support contains');
   if (op === 'contains' && typeof value !== 'string') throw fail('needs a quoted string after contains');
+  // Ranges only on instants: an order of strings would be the database's collation, not the client's.
+  if (isRangeOp(op)) {
+    if (type !== 'datetime') throw fail(`does not support ${op} (only date-time fields do)`);
+    if (typeof value !== 'string' || !isIsoDatetime(value))
+      throw fail(`needs ${DATETIME_EXAMPLE} after ${op}`);
+    return;
+  }
   const [accepts, reason] = ACCEPTS[type];
   if (!accepts(value)) throw fail(reason);
 }
 
+/** RFC 3339 `date-time` (its `T` and `Z` in either case), with at most microseconds as PostgreSQL keeps them. */
 const ISO_DATETIME =
-  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,6})?(?:Z|[+-](\d{2}):(\d{2}))$/;
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,6})?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
 
 /** Checked part by part so that PostgreSQL never sees a date it would reject with a 500. */
 function isIsoDatetime(text: string): boolean {

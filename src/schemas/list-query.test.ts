@@ -128,6 +128,37 @@ describe('parseListQuery: filter', () => {
     expect(filter('createdAt != null')[0]).toEqual({ column: 'created_at', op: '!=', value: null });
   });
 
+  it('parses <, <=, >, >= on date-time fields, RFC 3339 in either case, with or without spaces', () => {
+    expect(filter('createdAt >= "2026-11-01T00:00:00Z" and createdAt<"2026-12-01t00:00:00.5z"')).toEqual([
+      { column: 'created_at', op: '>=', value: '2026-11-01T00:00:00Z' },
+      { column: 'created_at', op: '<', value: '2026-12-01t00:00:00.5z' },
+    ]);
+    expect(
+      filter('createdAt > "2026-11-01T00:00:00+02:00" and createdAt <= "2026-11-02T00:00:00-05:30"'),
+    ).toEqual([
+      { column: 'created_at', op: '>', value: '2026-11-01T00:00:00+02:00' },
+      { column: 'created_at', op: '<=', value: '2026-11-02T00:00:00-05:30' },
+    ]);
+  });
+
+  it.each([
+    ['name > "a"', /field "name" does not support > \(only date-time fields do\) at character 8/],
+    ['version <= 3', /field "version" does not support <=/],
+    ['isAdmin < true', /field "isAdmin" does not support </],
+    ['createdAt >= null', /field "createdAt" needs a date-time such as "2024-01-31T12:00:00Z" after >=/],
+    ['createdAt > 5', /field "createdAt" needs a date-time/],
+    ['createdAt < "2026-11-01"', /field "createdAt" needs a date-time .* after </],
+    ['createdAt < "2026-11-01 00:00:00Z"', /field "createdAt" needs a date-time/],
+    ['createdAt < "2026-11-31T00:00:00Z"', /field "createdAt" needs a date-time/],
+    ['createdAt < "2026-11-01T00:00:00"', /field "createdAt" needs a date-time/],
+    ['createdAt < "yesterday"', /field "createdAt" needs a date-time/],
+    ['createdAt => "2026-11-01T00:00:00Z"', /expected a quoted string.*found ">" at character 12/],
+    ['createdAt >> "2026-11-01T00:00:00Z"', /found ">" at character 12/],
+    ['createdAt <> "2026-11-01T00:00:00Z"', /found ">" at character 12/],
+  ])('rejects range filter %j naming the field', (text, reason) =>
+    expectInvalid(() => filter(text), 'filter', reason),
+  );
+
   it('treats a blank filter as no filter', () => {
     expect(filter('   ')).toEqual([]);
   });
@@ -136,8 +167,8 @@ describe('parseListQuery: filter', () => {
     ['nope = "x"', /unknown field "nope" at character 1/],
     ['constructor = "x"', /unknown field "constructor"/],
     ['name = "x" and toString = "y"', /unknown field "toString" at character 16/],
-    ['name "x"', /expected =, != or contains, found a string at character 6/],
-    ['name', /expected =, != or contains, found the end of the filter at character 5/],
+    ['name "x"', /expected =, !=, <, <=, >, >= or contains, found a string at character 6/],
+    ['name', /expected =, !=, <, <=, >, >= or contains, found the end of the filter at character 5/],
     ['name =', /expected a quoted string.*found the end of the filter at character 7/],
     ['name = x', /found "x" at character 8/],
     ['name = "abc', /unterminated string starting at character 8/],
@@ -312,6 +343,18 @@ describe('runListQuery against PostgreSQL (PGlite)', () => {
     expect(names(notNull.rows)).toEqual(['100% real', "O'Brien"]);
     const dated = await run({ filter: 'createdAt = "2024-01-02T01:00:00+01:00"' });
     expect(names(dated.rows)).toEqual(['bob']);
+  });
+
+  it('selects date-time ranges, bounds included or not, in any offset and case', async () => {
+    const range = await run({
+      filter: 'createdAt >= "2024-01-02T00:00:00Z" and createdAt < "2024-01-04T01:00:00+01:00"',
+    });
+    expect(names(range.rows)).toEqual(['bob', '100% real']);
+    expect(range.totalCount).toBe(2);
+    const after = await run({ filter: 'createdAt > "2024-01-06t00:00:00z"' });
+    expect(names(after.rows)).toEqual(["O'Brien"]);
+    const upTo = await run({ filter: 'createdAt <= "2024-01-01T00:00:00.000001Z"' });
+    expect(names(upTo.rows)).toEqual(['Alice']);
   });
 
   it('compares integer columns with fractional or huge numbers without a database error', async () => {

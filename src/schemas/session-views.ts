@@ -49,6 +49,43 @@ export const currentApiSessionSchema = z.object({
   expirationSeconds: count,
 });
 
+/**
+ * A live API session as admins and its identity see it: where it came from and how long it
+ * lasts, never a token or its hash.
+ */
+export const apiSessionDetailSchema = z.object({
+  id: z.string().describe('The API session id: the `z_asid` claim of the access tokens of an OIDC session.'),
+  identity: idAndName,
+  kind: z.enum(['legacy', 'oidc']).describe('`legacy`: a `svc-session` token; `oidc`: an OIDC grant.'),
+  authMethod: z
+    .string()
+    .nullable()
+    .describe(
+      'The primary login method: `password`, `cert`, `ext-jwt`; null for sessions older than the field.',
+    ),
+  amr: stringList,
+  ipAddress: z
+    .string()
+    .nullable()
+    .describe(
+      'The client address of the login, as the request log writes it; null for sessions older than the field.',
+    ),
+  createdAt: instant,
+  lastActivityAt: instant.describe(
+    'Legacy: the last use that slid its expiry (at most a minute apart). OIDC: the last code exchange or refresh.',
+  ),
+  expiresAt: instant,
+  isMfaRequired,
+  isMfaComplete,
+});
+
+/** One of the caller's own sessions: the same, and whether it is the one making the call. */
+export const ownApiSessionSchema = apiSessionDetailSchema.extend({
+  isCurrent: z.boolean().describe('The session of the credential this request was made with.'),
+});
+
 export type AuthQueryView = z.infer<typeof authQuerySchema>;
 export type ApiSessionView = z.infer<typeof apiSessionSchema>;
 export type CurrentApiSessionView = z.infer<typeof currentApiSessionSchema>;
+export type ApiSessionDetailView = z.infer<typeof apiSessionDetailSchema>;
+export type OwnApiSessionView = z.infer<typeof ownApiSessionSchema>;

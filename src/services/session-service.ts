@@ -30,6 +30,10 @@ export interface NewSessionFacts {
   configTypes?: string[];
   isCertExtendable?: boolean;
   mfaRequired: boolean;
+  /** The primary login method (`password`, `cert`, `ext-jwt`). */
+  authMethod: string;
+  /** The client address of the login request, as the request log writes it. */
+  ipAddress: string | null;
 }
 
 const invalid = () => new AppError('UNAUTHORIZED', { challenges: [challenges.sessionInvalid()] });
@@ -124,6 +128,8 @@ export function createSessionService({
         isCertExtendable: facts.isCertExtendable ?? false,
         mfaRequired: facts.mfaRequired,
         mfaComplete: false,
+        authMethod: facts.authMethod,
+        ipAddress: facts.ipAddress,
         createdAt,
         expiresAt: new Date(createdAt.getTime() + Math.min(timeoutMs, maxSessionMs)),
       });

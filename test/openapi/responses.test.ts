@@ -385,6 +385,36 @@ describe('real responses of every documented operation validate against the gene
     await c('DELETE', mfa, { body: { code: codes[2] }, status: 200 });
   });
 
+  test("API sessions: the management lists and detail, and the caller's own list", async () => {
+    const m = (method: string, path: string, o: Omit<Call, 'token'>) =>
+      call('management', method, path, { token: admin, ...o });
+    const mine = await login('client', ADMIN_USERNAME, ADMIN_PASSWORD);
+    const listed = await m('GET', '/api-sessions', { status: 200 });
+    expect(listed.body.data.length).toBeGreaterThan(0);
+    await m('GET', '/api-sessions', { url: '/api-sessions?filter=kind%20%3E%20%22a%22', status: 400 });
+    await m('GET', '/api-sessions/{id}', { url: `/api-sessions/${mine.id}`, status: 200 });
+    await m('GET', '/api-sessions/{id}', { url: '/api-sessions/no-such-session', status: 404 });
+    const identityId = mine.identityId as string;
+    await m('GET', '/identities/{id}/api-sessions', {
+      url: `/identities/${identityId}/api-sessions`,
+      status: 200,
+    });
+    await m('GET', '/identities/{id}/api-sessions', {
+      url: '/identities/no-such-identity/api-sessions',
+      status: 404,
+    });
+    const own = await call('client', 'GET', '/current-identity/api-sessions', {
+      token: mine.token,
+      status: 200,
+    });
+    expect(own.body.data.filter((s: { isCurrent: boolean }) => s.isCurrent)).toHaveLength(1);
+    await call('client', 'GET', '/current-identity/api-sessions', {
+      url: '/current-identity/api-sessions?filter=createdAt%20%3E%3D%20%22soon%22',
+      token: mine.token,
+      status: 400,
+    });
+  });
+
   test('every documented operation had its success and at least one error validated', () => {
     for (const api of ['client', 'management'] as const) {
       expect({ [api]: validators[api].unexercised() }).toEqual({ [api]: [] });
