@@ -399,6 +399,12 @@ export const configSchema = z.object({
           'per call, and on its resume path /oidc/authorization/<uid>: a budget of its own, shared by both.',
       }),
       authorizationBurst: int(100, 1, 10_000_000).meta({ description: 'Burst of that limit.' }),
+      introspectionPerSecond: int(100, 1, 1_000_000).meta({
+        description:
+          'Requests per second per calling identity (not per IP) on POST /oidc/token/introspection: a ' +
+          'budget of its own, so a busy resource server never uses up the login budget of its address.',
+      }),
+      introspectionBurst: int(1000, 1, 10_000_000).meta({ description: 'Burst of that limit.' }),
     })
     .prefault({})
     .meta({
