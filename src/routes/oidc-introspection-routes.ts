@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import { challenges, formatOAuthBearerChallenge } from '../errors/www-authenticate.js';
 import { secondaryExtJwtGate } from '../middleware/authenticate.js';
-import { bodyOf, parseBody } from '../middleware/parse-body.js';
+import { bodyOf, MAX_BODY_BYTES, parseBody } from '../middleware/parse-body.js';
 import { INTROSPECTION_ROUTE } from '../oidc/create-provider.js';
 import { OIDC_MOUNT } from '../oidc/login-paths.js';
 import { issuerEntryOf } from '../oidc/oidc-dispatch.js';
@@ -63,6 +63,9 @@ export function oidcIntrospectionRoutes(router: Router, deps: RouteDeps): void {
     // serves never spends their login budget, nor they its.
     const wait = await introspectionLimiter.take(`identity:${caller.identityId}`);
     if (wait > 0) throw new AppError('RATE_LIMITED', { headers: { 'retry-after': String(wait) } });
+    // As parseBody: the size first, whatever the body is.
+    if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES)
+      throw new AppError('REQUEST_ENTITY_TOO_LARGE');
     if (hasBody(ctx) && !ctx.is(FORM)) {
       throw new AppError('UNSUPPORTED_MEDIA_TYPE', {
         message: `the content type ${JSON.stringify(ctx.get('content-type'))} is not supported (supported: ${FORM})`,
