@@ -1,12 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, jest, test } from '@jest/globals';
-import { generateKeyPair, SignJWT } from 'jose';
+import { generateKeyPair, importJWK, SignJWT } from 'jose';
 import { randomBytes } from 'node:crypto';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { passwordLogin, refreshTokens, type TokenSet } from '../helpers/oidc-client.js';
 import { clockAt, SHORT_OIDC_LIFETIMES, startClock } from '../helpers/movable-clock.js';
+import { statementsOf } from '../helpers/sql-statements.js';
 import { enrolledUpdbUser, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 import { createIdp, createPolicy, extJwtHelpers, type Idp } from '../second-factors/factor-fixtures.js';
-import { issuerOf, payloadOf } from './oidc-fixtures.js';
+import { currentSigningJwk, issuerOf, payloadOf } from './oidc-fixtures.js';
 
 const PATH = '/oidc/token/introspection';
 const INACTIVE = { active: false };
@@ -86,6 +87,19 @@ describe('token introspection (RFC 7662) at /oidc/token/introspection', () => {
     expect(next.body).toMatchObject({ active: true, sub: id, z_asid: claims.z_asid });
   });
 
+  test('an access token is answered from memory (no SQL), a refresh token with one statement', async () => {
+    const { tokens } = await userWithTokens('intro-statements');
+    await introspect(tokens.access_token); // the caller and the subject are in memory from here on
+
+    const access = await statementsOf(server.app.knex, () => introspect(tokens.access_token));
+    const refresh = await statementsOf(server.app.knex, () => introspect(tokens.refresh_token!));
+
+    expect(access.result.body.active).toBe(true);
+    expect(access.sql).toEqual([]);
+    expect(refresh.result.body.active).toBe(true);
+    expect(refresh.sql).toHaveLength(1);
+  });
+
   test('after logout (end_session) both tokens of the login are inactive', async () => {
     const { tokens } = await userWithTokens('intro-logout');
     const before = await introspect(tokens.access_token);
@@ -127,6 +141,11 @@ describe('token introspection (RFC 7662) at /oidc/token/introspection', () => {
     const foreign = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: 'elsewhere' })
       .sign(privateKey);
+    // Signed with our own key, for an issuer that is not ours.
+    const jwk = await currentSigningJwk(server);
+    const otherIssuer = await new SignJWT({ ...claims, iss: 'https://elsewhere.example/oidc' })
+      .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: jwk.kid as string })
+      .sign(await importJWK(jwk, 'RS256'));
     const [header, payload] = tokens.access_token.split('.');
     const forged = `${header}.${payload}.${Buffer.from('not the signature').toString('base64url')}`;
 
@@ -141,6 +160,7 @@ describe('token introspection (RFC 7662) at /oidc/token/introspection', () => {
         tokens.id_token,
         forged,
         foreign,
+        otherIssuer,
       ].map((t) => introspect(t)),
     );
 
