@@ -409,7 +409,8 @@ export const configSchema = z.object({
     .prefault({})
     .meta({
       title: 'rate limits',
-      description: 'Counted per client IP; an IPv6 client counts per /64 network.',
+      description:
+        'Counted per client IP (an IPv6 client per /64 network); introspection per calling identity.',
     }),
   metrics: z
     .object({
