@@ -280,6 +280,14 @@ function createRouteDeps(
       },
       { name: 'authorization', shared },
     ),
+    introspectionLimiter: createRateLimiter(
+      {
+        enabled: config.rateLimits.enabled,
+        perSecond: config.rateLimits.introspectionPerSecond,
+        burst: config.rateLimits.introspectionBurst,
+      },
+      { name: 'introspection', shared },
+    ),
     oidc,
     audit: services.audit,
   };

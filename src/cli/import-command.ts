@@ -69,7 +69,8 @@ function enrollmentOf(values: ImportRow['values']) {
   return kind === 'none' ? undefined : { ott: true };
 }
 
-function rolesOf(v: unknown): string[] | undefined {
+/** A list column: a JSON array, or text separated by `,` or `;`. */
+function listOf(v: unknown): string[] | undefined {
   if (Array.isArray(v)) return v.map(text).filter(Boolean);
   const t = text(v);
   return t === ''
@@ -95,7 +96,8 @@ export function createBodyOf({ values }: ImportRow) {
     enrollment: enrollmentOf(values),
     externalId: text(values.externalId) || undefined,
     authPolicyId: text(values.authPolicyId) || undefined,
-    roleAttributes: rolesOf(values.roleAttributes),
+    roleAttributes: listOf(values.roleAttributes),
+    permissions: listOf(values.permissions),
   };
 }
 
@@ -140,6 +142,21 @@ function refuseAdminRows(path: string, rows: ImportRow[], allowed: boolean): voi
   );
 }
 
+/**
+ * Permissions (token introspection, …) let an identity see into other identities' tokens: like
+ * admins, a file grants none unless the command line says so.
+ */
+function refusePermissionRows(path: string, rows: ImportRow[], allowed: boolean): void {
+  const granting = rows.filter(({ values }) => (listOf(values.permissions) ?? []).length > 0);
+  if (allowed || granting.length === 0) return;
+  const named = granting.slice(0, NAMED_ADMIN_ROWS).map((r) => rowAndName(r.row, text(r.values.name)));
+  const more = granting.length - named.length;
+  throw new UsageError(
+    `${path}: ${granting.length === 1 ? 'row' : 'rows'} ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''} ` +
+      'would grant permissions: nothing was imported; give --allow-permissions to import them',
+  );
+}
+
 /** The report: on stdout, as text or (--json) as one JSON document; rows in file order. */
 function printReport(
   ctx: CommandContext,
@@ -170,6 +187,7 @@ async function importIdentities(ctx: CommandContext): Promise<void> {
   const batchSize = batchSizeOf(ctx);
   const rows = readImportRows(path);
   refuseAdminRows(path, rows, ctx.values['allow-admins'] === true);
+  refusePermissionRows(path, rows, ctx.values['allow-permissions'] === true);
   const created: Created[] = [];
   const failed: RowFailure[] = [];
   await withSessionApi(ctx.io, async (api) => {
@@ -212,10 +230,15 @@ export const importCommands: CommandSpec[] = [
     words: ['edge', 'import', 'identities'],
     args: '<file.csv|file.json>',
     summary: 'create identities from a CSV or JSON file, reporting each row that failed',
-    options: { 'batch-size': { type: 'string' }, 'allow-admins': { type: 'boolean' } },
+    options: {
+      'batch-size': { type: 'string' },
+      'allow-admins': { type: 'boolean' },
+      'allow-permissions': { type: 'boolean' },
+    },
     optionHelp: [
       ['--batch-size <n>', `parallel requests per batch (default ${DEFAULT_BATCH}, at most ${MAX_BATCH})`],
       ['--allow-admins', 'create the rows whose isAdmin is true; without it such a file is refused'],
+      ['--allow-permissions', 'create the rows that grant permissions; without it such a file is refused'],
     ],
     positionals: { min: 1, max: 1 },
     run: importIdentities,

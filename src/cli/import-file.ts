@@ -22,7 +22,7 @@ export const MAX_IMPORT_ROWS = 1_000_000;
 export const MAX_IMPORT_VALUES = 10 * MAX_IMPORT_ROWS;
 /**
  * Deepest nesting in a JSON import file: the array (1) of rows (2), whose values are scalars or
- * arrays of scalars (3), as roleAttributes.
+ * arrays of scalars (3), as roleAttributes and permissions.
  */
 export const MAX_JSON_DEPTH = 3;
 /** The columns (CSV header) or keys (JSON objects) of a row; docs/cli.md explains each. */
@@ -36,6 +36,7 @@ export const COLUMNS = [
   'externalId',
   'authPolicyId',
   'roleAttributes',
+  'permissions',
 ] as const;
 export type Column = (typeof COLUMNS)[number];
 

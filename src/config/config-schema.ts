@@ -399,11 +399,18 @@ export const configSchema = z.object({
           'per call, and on its resume path /oidc/authorization/<uid>: a budget of its own, shared by both.',
       }),
       authorizationBurst: int(100, 1, 10_000_000).meta({ description: 'Burst of that limit.' }),
+      introspectionPerSecond: int(100, 1, 1_000_000).meta({
+        description:
+          'Requests per second per calling identity (not per IP) on POST /oidc/token/introspection: a ' +
+          'budget of its own, so a busy resource server never uses up the login budget of its address.',
+      }),
+      introspectionBurst: int(1000, 1, 10_000_000).meta({ description: 'Burst of that limit.' }),
     })
     .prefault({})
     .meta({
       title: 'rate limits',
-      description: 'Counted per client IP; an IPv6 client counts per /64 network.',
+      description:
+        'Counted per client IP (an IPv6 client per /64 network); introspection per calling identity.',
     }),
   metrics: z
     .object({

@@ -34,6 +34,8 @@ describe('configuration sources', () => {
       burst: 200,
       authorizationPerSecond: 10,
       authorizationBurst: 100,
+      introspectionPerSecond: 100,
+      introspectionBurst: 1000,
     });
     expect(c.warnings).toEqual([]);
   });

@@ -57,6 +57,8 @@ const SCALAR_PATHS = [
   'rateLimits.burst',
   'rateLimits.authorizationPerSecond',
   'rateLimits.authorizationBurst',
+  'rateLimits.introspectionPerSecond',
+  'rateLimits.introspectionBurst',
   'metrics.enabled',
   'metrics.address',
   'server.responseDeadline',

@@ -5,8 +5,8 @@ import { formatOAuthBearerChallenge, oauthBearerErrorOf } from '../errors/www-au
 const OAUTH_STATUSES = new Set([400, 401, 413, 415, 429]);
 
 /**
- * The OAuth endpoints (token, authorization, revoke, userinfo) answer refusals the way OAuth
- * clients read them instead of in the Edge envelope:
+ * The OAuth endpoints (token, authorization, revoke, userinfo, token introspection) answer refusals
+ * the way OAuth clients read them instead of in the Edge envelope:
  * - a refused or missing access token: RFC 6750 §3.1 — 401, `WWW-Authenticate: Bearer
  *   realm="svc-oidc", error="invalid_token", error_description="…"` and `{error, error_description}`,
  *   or the bare realm and `{}` when no token was sent; any other challenge (the secondary external

@@ -18,6 +18,7 @@ const identity: Identity = {
   disabled: false,
   disabledUntil: null,
   tokenGeneration: 3,
+  permissions: [],
   createdAt: new Date(0),
   updatedAt: new Date(0),
 };

@@ -27,6 +27,7 @@ import { startOidcJanitor } from './oidc-janitor.js';
 import { createOidcSessions } from './oidc-sessions.js';
 import { createPostgresAdapter } from './postgres-adapter.js';
 import { createRefreshSecondFactor } from './refresh-second-factor.js';
+import { createTokenIntrospection } from './token-introspection.js';
 import { createTokenVerifier } from './token-verifier.js';
 import {
   corsOriginMatcher,
@@ -210,6 +211,13 @@ export async function createOidc(deps: OidcDeps) {
       completedLogins,
     }),
     verifier,
+    /** Token introspection for resource servers (our `/oidc/token/introspection`). */
+    introspection: createTokenIntrospection({
+      knex,
+      verifier,
+      identities: deps.identityContext,
+      revocations: deps.revocationState,
+    }),
     /** A Provider exists for the current signing keys (readiness). */
     keysLoaded: (): boolean => watcher.current() !== undefined,
     sessions,

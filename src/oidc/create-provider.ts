@@ -16,6 +16,8 @@ import { CODE_SECONDS } from './login-lifetime.js';
 import { LOGIN_PATH_BY_HINT, LOGIN_PATHS, loginEndpointsOf } from './login-paths.js';
 
 export const CLIENT_ID = 'svc';
+/** Our token introspection (RFC 7662) under the issuer, where oidc-provider would serve its own. */
+export const INTROSPECTION_ROUTE = '/token/introspection';
 /**
  * The one resource server: our Edge APIs (oidc-provider issues JWT access tokens only for a resource
  * indicator with an audience).
@@ -209,7 +211,11 @@ function configuration(o: ProviderOptions): Configuration {
       ctx.type = 'json';
       ctx.body = { error: out.error, error_description: out.error_description };
     },
-    discovery: { svc_login_endpoints: loginEndpointsOf(o.issuer) },
+    // Our own route, not the provider's introspection feature (src/oidc/token-introspection.ts).
+    discovery: {
+      introspection_endpoint: `${o.issuer}${INTROSPECTION_ROUTE}`,
+      svc_login_endpoints: loginEndpointsOf(o.issuer),
+    },
   };
 }
 

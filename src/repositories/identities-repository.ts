@@ -18,6 +18,8 @@ export interface Identity {
   disabled: boolean;
   disabledUntil: Date | null;
   tokenGeneration: number;
+  /** What the identity may do besides what isAdmin grants (`token-introspection`). */
+  permissions: string[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -34,6 +36,7 @@ interface IdentityRow {
   disabled: boolean;
   disabled_until: Date | null;
   token_generation: number;
+  permissions: string[] | string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -51,6 +54,7 @@ export const IDENTITY_COLUMNS = [
   'disabled',
   'disabled_until',
   'token_generation',
+  'permissions',
   'created_at',
   'updated_at',
 ] as const satisfies readonly (keyof IdentityRow)[];
@@ -61,6 +65,12 @@ const WITH_POLICY = fixedStatement(`select ${IDENTITY_COLUMNS.map((c) => `"ident
   to_jsonb(auth_policies.*) AS policy, ${SIGNERS_COLUMN}
   from "identities" inner join "auth_policies" on "auth_policies"."id" = "identities"."auth_policy_id"
   where "identities"."id" = ? limit 1`);
+
+/** jsonb arrives parsed from node-postgres and PGlite; a string is parsed, anything else is none. */
+function permissionsOf(v: IdentityRow['permissions']): string[] {
+  const list: unknown = typeof v === 'string' ? JSON.parse(v) : v;
+  return Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string') : [];
+}
 
 export const toIdentity = (r: IdentityRow): Identity => ({
   id: r.id,
@@ -74,6 +84,7 @@ export const toIdentity = (r: IdentityRow): Identity => ({
   disabled: r.disabled,
   disabledUntil: r.disabled_until,
   tokenGeneration: r.token_generation,
+  permissions: permissionsOf(r.permissions),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -87,6 +98,7 @@ export interface NewIdentity {
   externalId?: string | null;
   authPolicyId: string;
   tags?: Record<string, unknown>;
+  permissions?: string[];
 }
 
 export interface IdentityChanges {
@@ -96,6 +108,7 @@ export interface IdentityChanges {
   externalId?: string | null;
   authPolicyId?: string;
   tags?: Record<string, unknown>;
+  permissions?: string[];
   disabled?: boolean;
   disabledUntil?: Date | null;
 }
@@ -108,6 +121,7 @@ const columnsOf = (c: IdentityChanges) => {
   if (c.externalId !== undefined) cols.external_id = c.externalId;
   if (c.authPolicyId !== undefined) cols.auth_policy_id = c.authPolicyId;
   if (c.tags !== undefined) cols.tags = JSON.stringify(c.tags);
+  if (c.permissions !== undefined) cols.permissions = JSON.stringify(c.permissions);
   if (c.disabled !== undefined) cols.disabled = c.disabled;
   if (c.disabledUntil !== undefined) cols.disabled_until = c.disabledUntil;
   return cols;
@@ -125,6 +139,7 @@ export const identitiesRepository = {
         external_id: i.externalId ?? null,
         auth_policy_id: i.authPolicyId,
         tags: JSON.stringify(i.tags ?? {}),
+        permissions: JSON.stringify(i.permissions ?? []),
       })
       .returning('*');
     return toIdentity(row);

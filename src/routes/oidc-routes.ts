@@ -4,6 +4,7 @@ import { checkQuery } from '../middleware/check-input.js';
 import { oauthErrors } from '../middleware/oauth-errors.js';
 import { LOGIN_PREFIX } from '../oidc/login-paths.js';
 import { rateLimit } from '../middleware/rate-limit.js';
+import { INTROSPECTION_PATH, oidcIntrospectionRoutes } from './oidc-introspection-routes.js';
 import { oidcLoginRoutes } from './oidc-login-routes.js';
 import { oidcSessionRoutes } from './oidc-session-routes.js';
 import type { RouteDeps } from './route-deps.js';
@@ -15,13 +16,19 @@ const AUTHORIZATION = '/oidc/authorization';
 const isResumePath = (path: string) => path.startsWith(`${AUTHORIZATION}/`);
 
 /** Endpoints that answer refusals in the OAuth form (`oauthErrors`), not the Edge envelope. */
-const OAUTH_PATHS = new Set([AUTHORIZATION, '/oidc/token', '/oidc/revoke', '/oidc/userinfo']);
+const OAUTH_PATHS = new Set([
+  AUTHORIZATION,
+  '/oidc/token',
+  '/oidc/revoke',
+  '/oidc/userinfo',
+  INTROSPECTION_PATH,
+]);
 
 /**
  * In front of the provider and our session endpoints: per-address limits (the token endpoint
  * shares the login budget; the authorization endpoint, which stores an auth request on every call,
  * has its own, and its resume path spends the same budget: a resume of an unfinished login replaces
- * its auth request just as well), and query parameters free of control characters — the provider
+ * its auth request just as well; introspection is counted per caller by its route), and query parameters free of control characters — the provider
  * would store them with the auth request, and PostgreSQL refuses NUL in jsonb. Ids in form bodies
  * (codes, tokens) never reach SQL as they are: the adapter looks them up by their hash.
  */
@@ -50,6 +57,7 @@ export function oidcMiddleware(deps: RouteDeps): Middleware {
   router.use(LOGIN_PREFIX, rateLimit(deps.loginLimiter), checkQuery);
   oidcLoginRoutes(router, deps, oidc);
   oidcSessionRoutes(router, oidc, deps.principals);
+  oidcIntrospectionRoutes(router, deps);
   const routes = router.routes() as unknown as Middleware;
   const gate = oauthGate(deps);
   return oidc.dispatch((ctx, next) =>

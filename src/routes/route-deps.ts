@@ -49,6 +49,8 @@ export interface RouteDeps {
   loginLimiter: RateLimiter;
   /** Per-address limit on `GET /oidc/authorization`, which stores an auth request per call. */
   authorizationLimiter: RateLimiter;
+  /** Per calling identity (not per address) on `POST /oidc/token/introspection`. */
+  introspectionLimiter: RateLimiter;
   /** The OIDC provider, its login flow, token verifier, sessions and signing keys. */
   oidc: Oidc;
   /** Security events; the services record their own, routes only the login decisions. */

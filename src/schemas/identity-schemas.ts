@@ -40,6 +40,23 @@ const roleAttributes = z
   .nullable()
   .transform((list) => [...new Set(list ?? [])]);
 
+/**
+ * What an identity may be allowed besides what isAdmin grants: `token-introspection` lets a resource
+ * server ask `/oidc/token/introspection` about tokens. Only the management API (admins) sets them.
+ */
+export const IDENTITY_PERMISSIONS = ['token-introspection'] as const;
+export type IdentityPermission = (typeof IDENTITY_PERMISSIONS)[number];
+
+const permissions = z
+  .array(z.enum(IDENTITY_PERMISSIONS))
+  .max(16)
+  .describe(
+    'what the identity may do besides what isAdmin grants: token-introspection lets it ask ' +
+      '/oidc/token/introspection about tokens',
+  )
+  .nullable()
+  .transform((list) => [...new Set(list ?? [])].sort());
+
 /** Any JSON object; jsonb refuses \u0000, so it is refused here with a field error instead. */
 const tags = z
   .record(z.string(), z.unknown())
@@ -84,6 +101,7 @@ const mutableFields = {
   authPolicyId: id.optional().transform((v) => v ?? 'default'),
   roleAttributes: roleAttributes.optional().transform((v) => v ?? []),
   tags: tags.optional().transform((v) => v ?? {}),
+  permissions: permissions.optional().transform((v) => v ?? []),
 };
 
 /** OpenZiti's hosting and app data members: this service has no routers or services to use them. */
@@ -109,6 +127,7 @@ export const identityPatchSchema = strictBody(
     authPolicyId: id.optional(),
     roleAttributes: roleAttributes.optional(),
     tags: tags.optional(),
+    permissions: permissions.optional(),
   },
   IDENTITY_IGNORED_MEMBERS,
 );

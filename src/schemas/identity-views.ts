@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IDENTITY_TYPES } from './identity-schemas.js';
+import { IDENTITY_PERMISSIONS, IDENTITY_TYPES } from './identity-schemas.js';
 import { instant, stringList, timestamps } from './view-fields.js';
 
 /** An open enrollment as the identity detail shows it, under its method. */
@@ -39,6 +39,9 @@ export const identityDetailSchema = z.object({
   authPolicyId: z.string(),
   roleAttributes: stringList,
   tags: z.record(z.string(), z.unknown()),
+  permissions: z
+    .array(z.enum(IDENTITY_PERMISSIONS))
+    .describe('what the identity may do besides what isAdmin grants; set by admins only'),
   disabled: z.boolean(),
   disabledUntil: instant.nullable(),
   isMfaEnabled: z.boolean(),

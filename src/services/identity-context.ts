@@ -14,11 +14,14 @@ export interface IdentityContext {
 
 /**
  * The cached entry: the bearer facts plus the identity's standing, which a legacy `svc-session`
- * request checks itself (its token carries no generation). Disabling, enabling, deleting and an
- * isAdmin change each publish an identity event, which drops the entry.
+ * request checks itself (its token carries no generation), and its permissions, which no token
+ * carries. Disabling, enabling, deleting, an isAdmin change and a permissions change each publish
+ * an identity event, which drops the entry on every instance.
  */
 export interface CachedIdentity extends IdentityContext {
   isAdmin: boolean;
+  /** Checked on each use (token introspection): removing one takes effect with the next event. */
+  permissions: string[];
   disabled: boolean;
   disabledUntil: Date | null;
 }
@@ -91,6 +94,7 @@ export function createIdentityContextCache({
       requireExtJwtSigner: policy.secondary.requireExtJwt ?? null,
       externalId: identity.externalId,
       isAdmin: identity.isAdmin,
+      permissions: identity.permissions,
       disabled: identity.disabled,
       disabledUntil: identity.disabledUntil,
     };

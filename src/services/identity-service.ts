@@ -93,8 +93,9 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       } else await identitiesRepository.update(trx, id, changes);
       if (roleAttributes !== undefined) await roleAttributesRepository.replace(trx, id, roleAttributes);
       // Any other change ends no access, but tokens show the name (userinfo, current-api-session,
-      // the TOTP label) and the identity reads its own detail from memory: every instance must drop
-      // its cached facts now, not at the cache's expiry.
+      // the TOTP label), the identity reads its own detail from memory and its permissions are
+      // checked from memory (token introspection): every instance must drop its cached facts now,
+      // not at the cache's expiry.
       if (!revoke) await revocations.recordIdentityChanged(trx, id);
       afterCommit(revocations.afterCommit);
       // Field names only: values (names, external ids, tags) are for the API, not the log.
@@ -103,6 +104,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         identityId: id,
         fields: Object.keys(u).sort(),
         ...(u.isAdmin !== undefined && { isAdmin: u.isAdmin }),
+        ...(u.permissions !== undefined && { permissions: u.permissions }),
       });
     });
   }
@@ -122,6 +124,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
           externalId: input.externalId,
           authPolicyId: input.authPolicyId,
           tags: input.tags,
+          permissions: input.permissions,
         });
         await roleAttributesRepository.replace(trx, id, input.roleAttributes);
         if (input.enrollment) {
@@ -137,6 +140,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
           identityId: id,
           type: input.type,
           isAdmin: input.isAdmin,
+          ...(input.permissions.length > 0 && { permissions: input.permissions }),
           ...(input.enrollment && { enrollmentMethod: input.enrollment.method }),
         });
       });

@@ -12,6 +12,11 @@ import type {
   IdentityEnrollments,
 } from '../schemas/identity-views.js';
 import { isDisabled } from './auth/identity-status.js';
+import { IDENTITY_PERMISSIONS, type IdentityPermission } from '../schemas/identity-schemas.js';
+
+/** A name this version knows (a newer one may have stored others; they are not shown). */
+const isIdentityPermission = (p: string): p is IdentityPermission =>
+  (IDENTITY_PERMISSIONS as readonly string[]).includes(p);
 
 /** Signs the enrollment JWT shown in identity details (the enrollment service provides it). */
 export type EnrollmentJwtSigner = (enrollment: OpenEnrollment) => Promise<string>;
@@ -108,6 +113,7 @@ export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new 
       authPolicyId: i.authPolicyId,
       roleAttributes: facts.roleAttributes,
       tags: i.tags,
+      permissions: i.permissions.filter(isIdentityPermission),
       disabled: isDisabled(i, now()),
       disabledUntil: i.disabledUntil?.toISOString() ?? null,
       isMfaEnabled: facts.isMfaEnabled,

@@ -65,6 +65,25 @@ describe('svc edge import identities, tables, completion', () => {
     expect(Object.keys(admin.enrollment)).toEqual(['ott']);
   });
 
+  test('a file that grants permissions is refused without --allow-permissions; with it they are set', async () => {
+    const file = writeHome(
+      'permissions.csv',
+      ['name,permissions', 'imp-perm-plain,', 'imp-perm-rs,token-introspection'].join('\n'),
+    );
+
+    const refused = await svc(['edge', 'import', 'identities', file]);
+    const allowed = await svc(['edge', 'import', 'identities', file, '--allow-permissions']);
+
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe(
+      `svc: ${file}: row 3 (imp-perm-rs) would grant permissions: nothing was imported; ` +
+        'give --allow-permissions to import them\n',
+    );
+    expect(allowed.code).toBe(0);
+    expect((await fixture.detailByName('imp-perm-rs')).permissions).toEqual(['token-introspection']);
+    expect((await fixture.detailByName('imp-perm-plain')).permissions).toEqual([]);
+  });
+
   test('a file with admin rows is refused without --allow-admins, naming the rows; nothing is imported', async () => {
     const rows = [
       'name,isAdmin',
@@ -331,7 +350,7 @@ describe('svc edge import identities, tables, completion', () => {
     expect(complete('svc', '')).toBe('login edge enroll keys controller completion');
     expect(complete('svc', 'edge', 'im')).toBe('import');
     expect(complete('svc', 'edge', 'import', 'identities', '--b')).toBe('--batch-size');
-    expect(complete('svc', 'edge', 'import', 'identities', '--al')).toBe('--allow-admins');
+    expect(complete('svc', 'edge', 'import', 'identities', '--allow-a')).toBe('--allow-admins');
     expect(complete('svc', 'edge', 'create', 'identity', '--ad')).toBe('--admin');
     expect(complete('svc', 'edge', 'create', 'identity', 'd')).toBe('device');
     expect(complete('svc', 'edge', 'create', 'identity', 'device', '')).toBe('');

@@ -155,6 +155,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '013_signer_token_lifetime',
         '014_mfa_enrollment_owner',
         '015_api_session_origin',
+        '016_identity_permissions',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

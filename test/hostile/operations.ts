@@ -112,7 +112,7 @@ const TOKEN_PARAMS = [
 
 /**
  * The /oidc endpoints by hand (no OpenAPI document describes them): the login steps of
- * src/routes/oidc-*.ts, and the OAuth endpoints. token, revoke and userinfo answer RFC 6749/6750
+ * src/routes/oidc-*.ts, and the OAuth endpoints. token, revoke, userinfo and token/introspection answer RFC 6749/6750
  * bodies; authorization may redirect or answer 400 with an RFC 6749 body (docs/operations.md).
  */
 export function oidcOperations(): Operation[] {
@@ -140,6 +140,10 @@ export function oidcOperations(): Operation[] {
     }),
     oidc('GET', '/oidc/userinfo', { errorShape: 'oauth' }),
     oidc('POST', '/oidc/userinfo', { errorShape: 'oauth', bodySchema: objectOf(['access_token']) }),
+    oidc('POST', '/oidc/token/introspection', {
+      errorShape: 'oauth',
+      bodySchema: objectOf(['token', 'token_type_hint']),
+    }),
     // end_session errors have no fixed body: either envelope is accepted.
     oidc('GET', '/oidc/end_session', {
       errorShape: 'edge-or-oauth',

@@ -62,6 +62,7 @@ describe('OIDC discovery, keys and issuers per bind-point address', () => {
       userinfo_endpoint: `${issuer}/userinfo`,
       end_session_endpoint: `${issuer}/end_session`,
       revocation_endpoint: `${issuer}/revoke`,
+      introspection_endpoint: `${issuer}/token/introspection`,
       code_challenge_methods_supported: ['S256'],
       response_types_supported: ['code'],
       svc_login_endpoints: {
