@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { CliError, UsageError } from './cli-error.js';
 import { outputWidth, processIo, type CliIo } from './cli-io.js';
 import type { CommandSpec, OptionValues, OptionsConfig } from './command-spec.js';
+import { apiSessionEndingCommands } from './api-session-ending-commands.js';
 import { blockedCertificateCommands } from './blocked-certificate-commands.js';
 import { completionCommand } from './completion-command.js';
 import { controllerCommands } from './controller-commands.js';
@@ -18,6 +19,7 @@ import { commandHelp, groupHelp } from './usage.js';
 export const commands: CommandSpec[] = [
   loginCommand,
   ...identityCommands,
+  ...apiSessionEndingCommands,
   ...enrollmentCommands,
   ...blockedCertificateCommands,
   ...importCommands,

@@ -13,6 +13,7 @@ import { publicSignerRoutes, signerRoutes } from './signer-routes.js';
 import { caRoutes } from './ca-routes.js';
 import { keyRoutes } from './key-routes.js';
 import { specRoutes } from './spec-routes.js';
+import { apiSessionEndingRoutes, ownApiSessionEndingRoutes } from './api-session-ending-routes.js';
 
 /** The edge-client and edge-management routers (`/edge/{client,management}/v1`). */
 export function edgeRouters(deps: RouteDeps): { client: Router; management: Router } {
@@ -22,6 +23,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   authenticateRoutes(client, deps);
   currentIdentityRoutes(client, deps);
   currentSessionRoutes(client, deps);
+  ownApiSessionEndingRoutes(client, deps);
   mfaRoutes(client, deps);
   enrollRoutes(client, deps);
   publicSignerRoutes(client, deps);
@@ -33,6 +35,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   authenticateRoutes(management, deps);
   currentIdentityRoutes(management, deps);
   identityRoutes(management, deps);
+  apiSessionEndingRoutes(management, deps);
   enrollmentRoutes(management, deps);
   authenticatorRoutes(management, deps);
   authPolicyRoutes(management, deps);

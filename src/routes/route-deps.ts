@@ -15,6 +15,7 @@ import type { CertMethod } from '../services/auth/cert-method.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { Oidc } from '../oidc/create-oidc.js';
 import type { AuditTrail } from '../services/audit-trail.js';
+import type { ApiSessionEnding } from '../services/api-session-ending.js';
 
 /**
  * What route modules may use: services, never repositories, so that every rule about the data
@@ -50,4 +51,6 @@ export interface RouteDeps {
   oidc: Oidc;
   /** Security events; the services record their own, routes only the login decisions. */
   audit: AuditTrail;
+  /** Ends API sessions of any kind on an admin's or their identity's request. */
+  apiSessionEnding: ApiSessionEnding;
 }
