@@ -25,6 +25,7 @@ import { createLoginLockout } from './services/auth/login-lockout.js';
 import { createPasswordMethod } from './services/auth/password-method.js';
 import { createSignerCache } from './services/auth/signer-cache.js';
 import { createAuditTrail } from './services/audit-trail.js';
+import { createApiSessionEnding } from './services/api-session-ending.js';
 import { createAuthenticatorService } from './services/authenticator-service.js';
 import { createCaService } from './services/ca-service.js';
 import { createCertificateBlocks } from './services/certificate-blocks.js';
@@ -290,6 +291,13 @@ function createRouteDeps(
     ),
     oidc,
     audit: services.audit,
+    // Built here: an OIDC session's grant rows are the OIDC part's to end.
+    apiSessionEnding: createApiSessionEnding({
+      knex: database.knex,
+      revocations: services.revocations,
+      endGrantRows: oidc.sessions.endGrantRowsOf,
+      audit: services.audit,
+    }),
   };
 }
 

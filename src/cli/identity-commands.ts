@@ -97,7 +97,10 @@ async function listIdentities(ctx: CommandContext): Promise<void> {
 }
 
 /** A name is looked up first (names are what people type); failing that the argument is an id. */
-async function resolveIdentity(api: ApiClient, nameOrId: string): Promise<{ id: string; name?: string }> {
+export async function resolveIdentity(
+  api: ApiClient,
+  nameOrId: string,
+): Promise<{ id: string; name?: string }> {
   const byName = await listAll<IdentitySummary>(api, IDENTITIES, `name = ${filterString(nameOrId)}`);
   if (byName[0]) return byName[0];
   return { id: nameOrId };

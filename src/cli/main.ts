@@ -3,6 +3,7 @@ import { CliError, UsageError } from './cli-error.js';
 import { outputWidth, processIo, type CliIo } from './cli-io.js';
 import type { CommandSpec, OptionValues, OptionsConfig } from './command-spec.js';
 import { apiSessionListCommands } from './api-session-list-commands.js';
+import { apiSessionEndingCommands } from './api-session-ending-commands.js';
 import { blockedCertificateCommands } from './blocked-certificate-commands.js';
 import { completionCommand } from './completion-command.js';
 import { controllerCommands } from './controller-commands.js';
@@ -20,6 +21,7 @@ export const commands: CommandSpec[] = [
   loginCommand,
   ...identityCommands,
   ...apiSessionListCommands,
+  ...apiSessionEndingCommands,
   ...enrollmentCommands,
   ...blockedCertificateCommands,
   ...importCommands,

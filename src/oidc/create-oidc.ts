@@ -14,6 +14,7 @@ import type { RevocationState } from '../services/revocation-state.js';
 import type { IdentityContextCache } from '../services/identity-context.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { AdapterConstructor } from 'oidc-provider';
+import { createAccessTokenRevocation, type AccessTokenRevocation } from './access-token-revocation.js';
 import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
 import { createProvider, type GrantObserver, type OidcDurations } from './create-provider.js';
@@ -80,6 +81,7 @@ interface RegistryDeps {
   durations: OidcDurations;
   accounts: AccountPolicy;
   onGrant?: GrantObserver;
+  revokeAccessToken: AccessTokenRevocation;
 }
 
 /** One Provider per issuer, rebuilt from a key set; the URI matchers per listener. */
@@ -92,6 +94,7 @@ function buildRegistry({
   durations,
   accounts,
   onGrant,
+  revokeAccessToken,
 }: RegistryDeps) {
   return createIssuerRegistry(issuerSpecs(config, listeners), (spec, issuer, keySet) => {
     const corsOriginAllowed = corsOriginMatcher(spec.redirectUris, config.corsOrigins);
@@ -109,6 +112,7 @@ function buildRegistry({
       accounts,
       logger,
       onGrant,
+      revokeAccessToken,
     });
     return {
       address: spec.address,
@@ -172,6 +176,12 @@ export async function createOidc(deps: OidcDeps) {
     completedLogins,
     accessTokenSeconds: durations.accessTokenDuration,
   });
+  // Asks for the issuers only when a token is verified, once the registry below exists.
+  const verifier = createTokenVerifier({
+    issuers: () => registry.issuers(),
+    revocations: deps.revocationState,
+    identities: deps.identityContext,
+  });
   const registry = buildRegistry({
     config,
     listeners: deps.listeners,
@@ -181,12 +191,7 @@ export async function createOidc(deps: OidcDeps) {
     durations,
     accounts,
     onGrant: deps.onGrant,
-  });
-
-  const verifier = createTokenVerifier({
-    issuers: () => registry.issuers(),
-    revocations: deps.revocationState,
-    identities: deps.identityContext,
+    revokeAccessToken: createAccessTokenRevocation({ verifier, sessions }),
   });
   const watcher = createKeyWatcher({
     load: () => keys.loadKeySet(),

@@ -46,6 +46,11 @@ export interface ProviderOptions {
   accounts: AccountPolicy;
   logger: Logger;
   onGrant?: GrantObserver;
+  /**
+   * Revokes one of our JWT access tokens presented at the revocation endpoint (RFC 7009), for the
+   * client that authenticated there; a token that is no such thing is left alone.
+   */
+  revokeAccessToken?: (token: string, clientId: string | undefined) => Promise<void>;
 }
 
 /** Told each token endpoint outcome: the requested grant type, and whether tokens were issued. */
@@ -219,6 +224,55 @@ function configuration(o: ProviderOptions): Configuration {
   };
 }
 
+/**
+ * The database is down, restarting or too slow: a retry may succeed (RFC 6749 §4.1.2.1 names this
+ * error), so the client gets 503 with Retry-After instead of a 500 `server_error`.
+ */
+function answerUnavailable(ctx: KoaContextWithOIDC): void {
+  ctx.status = 503;
+  ctx.set('retry-after', '1');
+  ctx.type = 'json';
+  ctx.body = {
+    error: 'temporarily_unavailable',
+    error_description: 'the database is unavailable or too slow; retry later',
+  };
+}
+
+/**
+ * The provider's revocation endpoint refuses every JWT (`unsupported_token_type`), since it keeps
+ * no record of structured tokens. After the provider has parsed the request and authenticated the
+ * client, that answer is replaced: a JWT access token of ours is revoked (its API session ends),
+ * and any JWT, ours or not, valid or not, gets the 200 of RFC 7009 §2.2, as an unknown opaque
+ * token does. Every other answer of the endpoint (a refresh token revoked, a client refused) stays
+ * the provider's.
+ */
+function structuredTokenRevocation(
+  revoke: NonNullable<ProviderOptions['revokeAccessToken']>,
+  logger: Logger,
+) {
+  return async function revokeStructuredToken(ctx: KoaContextWithOIDC, next: () => Promise<void>) {
+    await next();
+    // The provider defines `ctx.oidc` on the contexts of its routes only.
+    if (!Object.hasOwn(ctx, 'oidc') || ctx.oidc.route !== 'revocation' || ctx.status !== 400) return;
+    if ((ctx.body as { error?: unknown } | undefined)?.error !== 'unsupported_token_type') return;
+    const token = ctx.oidc.params?.token;
+    try {
+      if (typeof token === 'string') await revoke(token, ctx.oidc.client?.clientId);
+    } catch (err) {
+      if (isDatabaseUnavailable(err)) return answerUnavailable(ctx);
+      logger.error({ err }, 'access token revocation failed');
+      ctx.status = 500;
+      ctx.type = 'json';
+      ctx.body = { error: 'server_error', error_description: 'oops! something went wrong' };
+      return;
+    }
+    // As the provider answers a revoked opaque token: 200 with an empty text body.
+    ctx.status = 200;
+    ctx.remove('content-type');
+    ctx.body = '';
+  };
+}
+
 /** One Provider for one issuer `https://<address>/oidc`; our matcher decides every redirect URI. */
 export function createProvider(o: ProviderOptions): Provider {
   const provider = new Provider(o.issuer, configuration(o));
@@ -234,18 +288,11 @@ export function createProvider(o: ProviderOptions): Provider {
   client.postLogoutRedirectUriAllowed = (uri) => o.postLogoutUriAllowed(uri);
   provider.on('server_error', (ctx: KoaContextWithOIDC, err: unknown) => {
     if (!isDatabaseUnavailable(err)) return o.logger.error({ err }, 'oidc-provider error');
-    // The database is down, restarting or too slow: a retry may succeed (RFC 6749 §4.1.2.1 names
-    // this error), so the client gets 503 with Retry-After instead of a 500 `server_error`. The
-    // provider emits this event after writing its answer and before sending it.
+    // The provider emits this event after writing its answer and before sending it.
     o.logger.warn({ err: (err as Error).message }, 'database unavailable');
-    ctx.status = 503;
-    ctx.set('retry-after', '1');
-    ctx.type = 'json';
-    ctx.body = {
-      error: 'temporarily_unavailable',
-      error_description: 'the database is unavailable or too slow; retry later',
-    };
+    answerUnavailable(ctx);
   });
+  if (o.revokeAccessToken) provider.use(structuredTokenRevocation(o.revokeAccessToken, o.logger));
   // The provider is a Koa app of its own: without an 'error' listener Koa writes the errors that
   // reach it (a client's connection reset while its answer is written, a malformed pipelined
   // request) to stderr, outside the structured log and unbounded. Server errors come through

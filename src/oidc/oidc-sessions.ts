@@ -70,6 +70,18 @@ export function createOidcSessions({
     if (apiSessionId) await revocations.revokeApiSession(trx, apiSessionId, options);
   }
 
+  /**
+   * The rows of the grant behind an API session: its login facts, codes and refresh tokens (by
+   * grant id) and the provider's Grant. Nothing for a session without a grant (a legacy one).
+   */
+  async function endGrantRowsOf(trx: Db, apiSessionId: string): Promise<void> {
+    const stored = await oidcPayloadsRepository.findByUid(trx, MODEL, apiSessionId, now());
+    const grantId = stored ? grantIdOf(stored) : undefined;
+    if (!grantId) return;
+    await oidcPayloadsRepository.deleteByGrantId(trx, grantId);
+    await oidcPayloadsRepository.destroy(trx, 'Grant', grantId);
+  }
+
   return {
     /**
      * The API session row (id = z_asid) and the facts of the grant, written together or not at
@@ -122,22 +134,32 @@ export function createOidcSessions({
       });
     },
 
-    /** end_session: the API session named by an ID token ends, and with it its grant's tokens. */
-    async endApiSession(apiSessionId: string): Promise<void> {
-      const stored = await oidcPayloadsRepository.findByUid(knex, MODEL, apiSessionId, now());
-      const grantId = stored ? grantIdOf(stored) : undefined;
+    /**
+     * The API session of an OIDC login ends, and with it its grant's tokens: its owner's logout
+     * (end_session with its ID token, `DELETE current-api-session` with its access token), or the
+     * RFC 7009 revocation of one of its access tokens (`revoked`).
+     */
+    async endApiSession(apiSessionId: string, cause: 'logout' | 'revoked' = 'logout'): Promise<void> {
       await inTransaction(knex, async (trx, afterCommit) => {
-        const options = { afterCommit, cause: 'session-ended' };
-        if (grantId) await endGrantIn(trx, grantId, apiSessionId, options);
-        else await revocations.revokeApiSession(trx, apiSessionId, options);
+        await endGrantRowsOf(trx, apiSessionId);
+        const ended = await revocations.revokeApiSession(trx, apiSessionId, {
+          afterCommit,
+          cause: cause === 'logout' ? 'session-ended' : cause,
+        });
         afterCommit(revocations.afterCommit);
+        // Already gone (ended elsewhere, or twice): its ending was recorded then.
+        if (!ended) return;
         audit.recordAfterCommit(afterCommit, {
           event: 'session.ended',
           sessionId: apiSessionId,
           kind: 'oidc',
+          identityId: ended.identityId,
+          cause,
         });
       });
     },
+
+    endGrantRowsOf,
 
     /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go. */
     async forgetIdentity(trx: Db, identityId: string): Promise<void> {

@@ -27,6 +27,7 @@ export interface AccessTokenClaims extends JWTPayload {
   z_ice: boolean;
   amr?: string[];
   scope?: string;
+  client_id?: string;
 }
 
 export interface TokenVerifierDeps {
@@ -138,6 +139,21 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
     return { claims, identity: await revocationCheck(claims) };
   }
 
+  /**
+   * An access token presented for revocation (RFC 7009): ours (signature, issuer, audience, not
+   * expired) and of a session not ended yet; undefined for anything else, which the caller
+   * answers as it answers an unknown token.
+   */
+  async function revocableAccessToken(token: string): Promise<AccessTokenClaims | undefined> {
+    try {
+      const claims = await signatureAndClaims(token);
+      if (claims.z_t !== 'a' || typeof claims.z_asid !== 'string') return undefined;
+      return deps.revocations.isSessionRevoked(claims.z_asid) ? undefined : claims;
+    } catch {
+      return undefined;
+    }
+  }
+
   const bearer: BearerVerifier = {
     async verify(tokens: string[]): Promise<Principal> {
       // A token verified before is ours (its issuer is checked again on the hit): no decoding.
@@ -196,6 +212,7 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
     },
     verifyAccessToken,
     verifyIdTokenHint,
+    revocableAccessToken,
     bearer,
   };
 }

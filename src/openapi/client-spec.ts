@@ -1,3 +1,4 @@
+import { clientApiSessionEndingRoutes } from './api-session-ending-paths.js';
 import { listEnvelope } from './components.js';
 import { ref, type JsonSchema } from './json-schema.js';
 import { buildDocument, type RouteDoc } from './operations.js';
@@ -241,6 +242,6 @@ export function clientSpec(): JsonSchema {
         '`{"data","meta"}`; errors: `{"error":{"code","message","cause?","requestId"},"meta":{"apiVersion"}}`.',
       basePath: '/edge/client/v1',
     },
-    [...sessionRoutes('client'), ...sessionAndMfa, ...enroll],
+    [...sessionRoutes('client'), ...sessionAndMfa, ...clientApiSessionEndingRoutes(), ...enroll],
   );
 }

@@ -1,3 +1,4 @@
+import { managementApiSessionEndingRoutes } from './api-session-ending-paths.js';
 import { listEnvelope } from './components.js';
 import { admin, crud, type Extra } from './crud-routes.js';
 import { ref, type JsonSchema } from './json-schema.js';
@@ -339,6 +340,7 @@ export function managementSpec(): JsonSchema {
       ...sessionRoutes('management'),
       ...identityRoutes(),
       ...apiSessionRoutes(),
+      ...managementApiSessionEndingRoutes(),
       ...enrollmentRoutes(),
       ...authenticatorRoutes(),
       ...policySignerCaRoutes(),

@@ -290,6 +290,14 @@ export const apiSessionsRepository = {
     return row && toApiSession(row);
   },
 
+  /** Every session of an identity, live or expired but not yet removed, oldest first. */
+  async findForIdentity(db: Db, identityId: string): Promise<ApiSession[]> {
+    const rows = await db<ApiSessionRow>('api_sessions')
+      .where({ identity_id: identityId })
+      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    return rows.map(toApiSession);
+  },
+
   async deleteForIdentity(db: Db, identityId: string): Promise<string[]> {
     const rows = await db('api_sessions').where({ identity_id: identityId }).delete().returning('id');
     return rows.map((r: { id: string }) => r.id);

@@ -14,6 +14,7 @@ import { caRoutes } from './ca-routes.js';
 import { keyRoutes } from './key-routes.js';
 import { specRoutes } from './spec-routes.js';
 import { apiSessionRoutes, ownApiSessionRoutes } from './api-session-routes.js';
+import { apiSessionEndingRoutes, ownApiSessionEndingRoutes } from './api-session-ending-routes.js';
 
 /** The edge-client and edge-management routers (`/edge/{client,management}/v1`). */
 export function edgeRouters(deps: RouteDeps): { client: Router; management: Router } {
@@ -24,6 +25,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   currentIdentityRoutes(client, deps);
   currentSessionRoutes(client, deps);
   ownApiSessionRoutes(client, deps);
+  ownApiSessionEndingRoutes(client, deps);
   mfaRoutes(client, deps);
   enrollRoutes(client, deps);
   publicSignerRoutes(client, deps);
@@ -36,6 +38,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   currentIdentityRoutes(management, deps);
   identityRoutes(management, deps);
   apiSessionRoutes(management, deps);
+  apiSessionEndingRoutes(management, deps);
   enrollmentRoutes(management, deps);
   authenticatorRoutes(management, deps);
   authPolicyRoutes(management, deps);

@@ -16,6 +16,7 @@ import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { Oidc } from '../oidc/create-oidc.js';
 import type { AuditTrail } from '../services/audit-trail.js';
 import type { ApiSessionView } from '../services/api-session-view.js';
+import type { ApiSessionEnding } from '../services/api-session-ending.js';
 
 /**
  * What route modules may use: services, never repositories, so that every rule about the data
@@ -55,4 +56,6 @@ export interface RouteDeps {
   oidc: Oidc;
   /** Security events; the services record their own, routes only the login decisions. */
   audit: AuditTrail;
+  /** Ends API sessions of any kind on an admin's or their identity's request. */
+  apiSessionEnding: ApiSessionEnding;
 }

@@ -166,7 +166,13 @@ export function createSessionService({
       await inTransaction(db, async (trx, afterCommit) => {
         const ended = await revocations.revokeApiSession(trx, sessionId, { afterCommit, cause: 'logout' });
         if (ended) {
-          const event = { event: 'session.ended', sessionId, kind: 'legacy', identityId: ended.identityId };
+          const event = {
+            event: 'session.ended',
+            sessionId,
+            kind: 'legacy',
+            identityId: ended.identityId,
+            cause: 'logout',
+          };
           audit.recordAfterCommit(afterCommit, event);
         }
       });

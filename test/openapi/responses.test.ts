@@ -205,6 +205,16 @@ describe('real responses of every documented operation validate against the gene
     await m('DELETE', '/authenticators/{id}', { url: `/authenticators/${cert.id}`, status: 200 });
 
     await m('DELETE', '/identities/{id}', { url: item, status: 200 });
+
+    // API sessions: one ended by its id, then every one of an identity's.
+    const holder = await updbUser('oa-sessions');
+    const session = await login('client', 'oa-sessions', holder.password);
+    await login('client', 'oa-sessions', holder.password);
+    const ending = `/api-sessions/${session.id}`;
+    await m('DELETE', '/api-sessions/{id}', { url: ending, status: 200 });
+    await m('DELETE', '/api-sessions/{id}', { url: ending, status: 404 });
+    const all = `/identities/${holder.id}/api-sessions`;
+    await m('DELETE', '/identities/{id}/api-sessions', { url: all, status: 200 });
   });
 
   test('management: auth policies, external JWT signers, CAs and signing keys', async () => {
@@ -334,6 +344,9 @@ describe('real responses of every documented operation validate against the gene
     await c('GET', '/current-api-session', { status: 200 });
     const ending = await login('client', 'oa-mfa', user.password);
     await call('client', 'DELETE', '/current-api-session', { token: ending.token, status: 200 });
+    const own = `/current-identity/api-sessions/${(await login('client', 'oa-mfa', user.password)).id}`;
+    await c('DELETE', '/current-identity/api-sessions/{id}', { url: own, status: 200 });
+    await c('DELETE', '/current-identity/api-sessions/{id}', { url: own, status: 404 });
 
     const mfa = '/current-identity/mfa';
     await c('GET', mfa, { status: 404 });
