@@ -23,6 +23,25 @@ export function edgeEnvelopeProblems(res: TestResponse): string[] {
   return problems;
 }
 
+/** Whether an Accept header takes HTML over JSON, as koa's `ctx.accepts('json', 'html')` decides. */
+function prefersHtml(accept: string | string[] | undefined): boolean {
+  const ranges = String(accept ?? '')
+    .split(',')
+    .map((r) => {
+      const [type = '', ...params] = r.trim().split(';');
+      const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+      return { type: type.trim().toLowerCase(), q: q ? Number(q.slice(2)) : 1 };
+    });
+  const quality = (t: string) =>
+    Math.max(
+      0,
+      ...ranges
+        .filter((r) => r.type === t || r.type === `${t.split('/')[0]}/*` || r.type === '*/*')
+        .map((r) => r.q),
+    );
+  return quality('text/html') > quality('application/json');
+}
+
 /** RFC 6749 §5.2: `{"error","error_description"?}` with an ASCII error code. */
 export function oauthErrorProblems(res: TestResponse): string[] {
   const b = res.body;
@@ -60,7 +79,12 @@ export function responseProblems(op: Operation, req: HostileRequest, res: TestRe
   else if (res.status >= 400) {
     const edge = edgeEnvelopeProblems(res);
     const oauth = oauthErrorProblems(res);
-    if (op.errorShape === 'edge') problems.push(...edge.map((p) => `Edge envelope: ${p}`));
+    // A login step answers a browser (its Accept prefers HTML to JSON) with a page (oidc-login-http.ts).
+    const browserPage =
+      op.path.startsWith('/oidc/login/') &&
+      String(res.header('content-type')).startsWith('text/html') &&
+      prefersHtml(req.headers.accept);
+    if (op.errorShape === 'edge' && !browserPage) problems.push(...edge.map((p) => `Edge envelope: ${p}`));
     // RFC 6750 §3.1: a request without any token gets the bare challenge and no error code.
     const bareBearer =
       res.status === 401 &&
