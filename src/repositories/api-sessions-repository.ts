@@ -298,9 +298,9 @@ export const apiSessionsRepository = {
     return rows.map(toApiSession);
   },
 
-  async deleteForIdentity(db: Db, identityId: string): Promise<string[]> {
-    const rows = await db('api_sessions').where({ identity_id: identityId }).delete().returning('id');
-    return rows.map((r: { id: string }) => r.id);
+  /** Deletes every session of the identity; returns what each was. */
+  async deleteForIdentity(db: Db, identityId: string): Promise<Pick<ApiSession, 'id' | 'kind'>[]> {
+    return db('api_sessions').where({ identity_id: identityId }).delete().returning(['id', 'kind']);
   },
 
   /** Expired sessions, at most `limit` per call. */

@@ -4,6 +4,7 @@ import type { Db } from '../db/create-database.js';
 import { inTransaction } from '../db/transaction.js';
 import { AppError, validationError } from '../errors/app-error.js';
 import { newId } from '../crypto/random.js';
+import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { authenticatorsRepository } from '../repositories/authenticators-repository.js';
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
@@ -182,8 +183,9 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         if (identity.isDefaultAdmin) throw new AppError('CANNOT_DELETE_DEFAULT_ADMIN');
         const authenticators = await authenticatorsRepository.listForIdentity(trx, id);
         await blockCertificatesOf(trx, afterCommit, identity, authenticators, audit);
+        const sessions = await apiSessionsRepository.findForIdentity(trx, id);
         await identitiesRepository.delete(trx, id);
-        await revocations.recordIdentityDeleted(trx, id, { afterCommit });
+        await revocations.recordIdentityDeleted(trx, id, { afterCommit, sessions });
         audit.recordAfterCommit(afterCommit, { event: 'identity.deleted', identityId: id });
       });
     },

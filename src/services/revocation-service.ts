@@ -77,6 +77,24 @@ export function createRevocationService(deps: RevocationServiceDeps) {
     options.afterCommit(afterCommit);
   }
 
+  /** One `session.ended` per session an identity's revocation ended, with the revocation's cause. */
+  function sessionsEnded(
+    options: RevokeOptions,
+    identityId: string,
+    sessions: Pick<ApiSession, 'id' | 'kind'>[],
+  ): void {
+    if (!options.afterCommit) return;
+    for (const s of sessions) {
+      audit.recordAfterCommit(options.afterCommit, {
+        event: 'session.ended',
+        sessionId: s.id,
+        kind: s.kind,
+        identityId,
+        ...(options.cause !== undefined && { cause: options.cause }),
+      });
+    }
+  }
+
   return {
     hooks,
 
@@ -89,7 +107,7 @@ export function createRevocationService(deps: RevocationServiceDeps) {
       // The OIDC rows (the hooks) before the API sessions, in the order a token request updates
       // them in one statement: the opposite order can deadlock with a code exchange in flight.
       for (const hook of hooks) await hook(trx, identityId);
-      await apiSessionsRepository.deleteForIdentity(trx, identityId);
+      const sessions = await apiSessionsRepository.deleteForIdentity(trx, identityId);
       const identity = await identitiesRepository.update(trx, identityId, changes, true);
       await revocationsRepository.insert(trx, {
         kind: 'identity',
@@ -98,10 +116,18 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         expiresAt: expiry(),
       });
       published(options, { kind: 'identity', identityId });
+      sessionsEnded(options, identityId, sessions);
     },
 
-    /** A deleted identity: its row is gone, so only the event remains (generation: refuse all). */
-    async recordIdentityDeleted(trx: Db, identityId: string, options: RevokeOptions = {}): Promise<void> {
+    /**
+     * A deleted identity: its row is gone, so only the event remains (generation: refuse all).
+     * `sessions`: the API sessions its row took with it, for the audit trail.
+     */
+    async recordIdentityDeleted(
+      trx: Db,
+      identityId: string,
+      options: RevokeOptions & { sessions?: Pick<ApiSession, 'id' | 'kind'>[] } = {},
+    ): Promise<void> {
       for (const hook of hooks) await hook(trx, identityId);
       await revocationsRepository.insert(trx, {
         kind: 'identity',
@@ -110,6 +136,7 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         expiresAt: expiry(),
       });
       published({ cause: 'deleted', ...options }, { kind: 'identity', identityId });
+      sessionsEnded({ cause: 'deleted', ...options }, identityId, options.sessions ?? []);
     },
 
     recordIdentityChanged,

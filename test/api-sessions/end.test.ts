@@ -198,6 +198,30 @@ describe('ending API sessions', () => {
     expect(await meWithSession(own.token)).toBe(401);
   });
 
+  test('disabling or deleting an identity audits each session it ends, with that cause', async () => {
+    const user = await enrolledUpdbUser(server, api, 'end-by-identity');
+    const first = await legacySession(user.username, user.password);
+    const viaOidc = await oidcSession(user.username, user.password);
+    const disabled = await api.post(`/identities/${user.id}/disable`, { body: { durationMinutes: 5 } });
+    expect(disabled.status).toBe(200);
+    expect(endedBy(disabled)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ sessionId: first.id, kind: 'legacy', cause: 'disabled' }),
+        expect.objectContaining({ sessionId: viaOidc.id, kind: 'oidc', cause: 'disabled' }),
+      ]),
+    );
+    expect(endedBy(disabled)).toHaveLength(3);
+
+    const enabled = await api.post(`/identities/${user.id}/enable`);
+    expect(enabled.status).toBe(200);
+    const again = await legacySession(user.username, user.password);
+    const deleted = await api.delete(`/identities/${user.id}`);
+    expect(deleted.status).toBe(200);
+    expect(endedBy(deleted)).toEqual([
+      expect.objectContaining({ sessionId: again.id, kind: 'legacy', cause: 'deleted', identityId: user.id }),
+    ]);
+  });
+
   test('a non-admin may not end sessions through the management API (403)', async () => {
     const user = await enrolledUpdbUser(server, api, 'end-non-admin');
     const viaOidc = await oidcSession(user.username, user.password);
