@@ -13,6 +13,7 @@ import * as m011 from '../../migrations/011_instance_locks.js';
 import * as m012 from '../../migrations/012_certificate_identity.js';
 import * as m013 from '../../migrations/013_signer_token_lifetime.js';
 import * as m014 from '../../migrations/014_mfa_enrollment_owner.js';
+import * as m017 from '../../migrations/017_policy_session_limit.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -33,6 +34,7 @@ const migrations: Record<string, Knex.Migration> = {
   '012_certificate_identity': m012,
   '013_signer_token_lifetime': m013,
   '014_mfa_enrollment_owner': m014,
+  '017_policy_session_limit': m017,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

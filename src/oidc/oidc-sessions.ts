@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { inTransaction } from '../db/transaction.js';
 import type { Db } from '../db/create-database.js';
-import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
+import { apiSessionsRepository, type NewApiSession } from '../repositories/api-sessions-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { NO_AUDIT, type AuditTrail } from '../services/audit-trail.js';
 import { loginRowsEnd } from './login-lifetime.js';
@@ -62,37 +62,60 @@ export function createOidcSessions({
     if (apiSessionId) await revocations.revokeApiSession(trx, apiSessionId, options);
   }
 
+  /** The API session row of a login (id = z_asid): complete, the login owes nothing more. */
+  const sessionRow = (facts: LoginFacts, expiresAt: Date, createdAt?: Date): NewApiSession => ({
+    id: facts.apiSessionId,
+    identityId: facts.accountId,
+    kind: 'oidc',
+    tokenHash: null,
+    amr: facts.amr,
+    configTypes: facts.configTypes,
+    isCertExtendable: facts.isCertExtendable,
+    mfaRequired: false,
+    mfaComplete: facts.amr.includes('mfa'),
+    expiresAt,
+    ...(createdAt ? { createdAt } : {}),
+  });
+
+  /** A session that ends in the caller's transaction, with its grant's tokens when it has one. */
+  async function endApiSessionIn(trx: Db, apiSessionId: string, options: RevokeOptions): Promise<void> {
+    const stored = await oidcPayloadsRepository.findByUid(trx, MODEL, apiSessionId, now());
+    const grantId = stored ? grantIdOf(stored) : undefined;
+    if (grantId) await endGrantIn(trx, grantId, apiSessionId, options);
+    else await revocations.revokeApiSession(trx, apiSessionId, options);
+  }
+
   return {
     /**
      * The API session row (id = z_asid) and the facts of the grant, written together or not at
      * all, in one statement (`insertWithLoginFacts`). A deleted identity fails it on the session's
      * foreign key. Both end with the login's code until a token is issued (login-lifetime.ts).
+     * `openedUntil`: the session row was written already, under a session limit (`open`), and
+     * ends then; only the facts are written, with the same end.
      */
-    async start(grantId: string, facts: LoginFacts): Promise<void> {
-      const expiresAt = loginRowsEnd(now(), { kind: 'login' });
-      await apiSessionsRepository.insertWithLoginFacts(
-        knex,
-        {
-          id: facts.apiSessionId,
-          identityId: facts.accountId,
-          kind: 'oidc',
-          tokenHash: null,
-          amr: facts.amr,
-          configTypes: facts.configTypes,
-          isCertExtendable: facts.isCertExtendable,
-          mfaRequired: false,
-          mfaComplete: facts.amr.includes('mfa'),
-          expiresAt,
-        },
-        {
-          model: MODEL,
-          id: grantId,
-          payload: { ...factsOnly(facts), grantId },
-          grantId,
-          uid: facts.apiSessionId,
-          expiresAt,
-        },
-      );
+    async start(grantId: string, facts: LoginFacts, openedUntil?: Date): Promise<void> {
+      const expiresAt = openedUntil ?? loginRowsEnd(now(), { kind: 'login' });
+      const factsRow = {
+        model: MODEL,
+        id: grantId,
+        payload: { ...factsOnly(facts), grantId },
+        grantId,
+        uid: facts.apiSessionId,
+        expiresAt,
+      };
+      if (openedUntil) await oidcPayloadsRepository.upsert(knex, factsRow);
+      else await apiSessionsRepository.insertWithLoginFacts(knex, sessionRow(facts, expiresAt), factsRow);
+    },
+
+    /**
+     * The API session of a login whose policy limits sessions, written in the session limit's
+     * transaction, before the grant exists (the grant's facts follow in `start`); answers its end.
+     */
+    async open(trx: Db, facts: LoginFacts): Promise<Date> {
+      const at = now();
+      const expiresAt = loginRowsEnd(at, { kind: 'login' });
+      await apiSessionsRepository.insertFixed(trx, sessionRow(facts, expiresAt, at));
+      return expiresAt;
     },
 
     /** The facts of a grant whose API session still exists; undefined once it has ended. */
@@ -114,12 +137,8 @@ export function createOidcSessions({
 
     /** end_session: the API session named by an ID token ends, and with it its grant's tokens. */
     async endApiSession(apiSessionId: string): Promise<void> {
-      const stored = await oidcPayloadsRepository.findByUid(knex, MODEL, apiSessionId, now());
-      const grantId = stored ? grantIdOf(stored) : undefined;
       await inTransaction(knex, async (trx, afterCommit) => {
-        const options = { afterCommit, cause: 'session-ended' };
-        if (grantId) await endGrantIn(trx, grantId, apiSessionId, options);
-        else await revocations.revokeApiSession(trx, apiSessionId, options);
+        await endApiSessionIn(trx, apiSessionId, { afterCommit, cause: 'session-ended' });
         afterCommit(revocations.afterCommit);
         audit.recordAfterCommit(afterCommit, {
           event: 'session.ended',
@@ -128,6 +147,8 @@ export function createOidcSessions({
         });
       });
     },
+
+    endApiSessionIn,
 
     /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go. */
     async forgetIdentity(trx: Db, identityId: string): Promise<void> {

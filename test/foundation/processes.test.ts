@@ -154,6 +154,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '012_certificate_identity',
         '013_signer_token_lifetime',
         '014_mfa_enrollment_owner',
+        '017_policy_session_limit',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);
