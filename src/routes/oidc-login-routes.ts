@@ -57,7 +57,7 @@ async function respond(ctx: Context, flow: LoginFlow, pending: PendingLogin, out
   setOwedHeaders(ctx, outcome.authQueries, outcome.challenges);
 }
 
-/** A browser form refused by the session limit: a page that says so, with the way back to `retryPath`. */
+/** A browser form refused by the session limit: answered with a page that says so (not the envelope). */
 function isSessionLimitPage(ctx: Context, err: unknown): boolean {
   return isAppError(err) && err.code === 'SESSION_LIMIT_REACHED' && isHtmlForm(ctx);
 }
