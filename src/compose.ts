@@ -43,6 +43,7 @@ import type { PkiMaterial } from './services/pki-service.js';
 import { createPolicyService } from './services/policy-service.js';
 import { createRevocationService } from './services/revocation-service.js';
 import { createRevocationState } from './services/revocation-state.js';
+import { createSessionLimit } from './services/session-limit.js';
 import { createSessionService } from './services/session-service.js';
 import { createApiSessionView } from './services/api-session-view.js';
 import { createSignerService } from './services/signer-service.js';
@@ -95,11 +96,14 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     published: () => revocationState.refresh().catch(() => undefined),
     audit,
   });
+  // The OIDC part, built later, registers how an evicted OIDC session ends with its grant.
+  const sessionLimit = createSessionLimit({ knex, revocations, audit });
   const sessions = createSessionService({
     db: knex,
     sessionTimeout,
     maxSessionDuration: edge.oidc.maxSessionDuration,
     revocations,
+    limit: sessionLimit,
     audit,
   });
   revocationState.onSessionRevoked((id) => sessions.forget(id));
@@ -169,6 +173,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     audit,
     sessions,
     apiSessionView,
+    sessionLimit,
     revocationState,
     revocations,
     identityContext,
@@ -214,6 +219,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     factors: secondFactors,
     secondaryExtJwt: services.extJwtMethod,
     totp: services.totp,
+    sessionLimit: services.sessionLimit,
     audit: services.audit,
     onGrant: deps.metrics.countGrant,
     janitorLock: instanceLockFor(deps.database, 'oidcJanitor'),
@@ -304,9 +310,10 @@ function createRouteDeps(
 /**
  * Builds the controller from the top, each part once: the domain services, then (with an `edge`
  * section) the OIDC provider and its login steps, then the route dependencies and the edge
- * routers. One built part is amended afterwards: `createOidc` pushes a hook onto
+ * routers. Two built parts are amended afterwards: `createOidc` pushes a hook onto
  * `revocations.hooks`, so that revoking or deleting an identity also deletes its OIDC rows in the
- * same transaction. Only `app.ts` imports this; nothing below it imports back up.
+ * same transaction, and gives the session limit the way an evicted OIDC session ends with its
+ * grant. Only `app.ts` imports this; nothing below it imports back up.
  */
 export async function compose(deps: ComposeDeps) {
   const { knex } = deps.database;

@@ -30,6 +30,10 @@ export const errorCatalog = {
       'the request could not be completed: the session is not authorized or the credentials are invalid',
   },
   FORBIDDEN: { status: 403, message: 'the supplied session does not have the correct access rights' },
+  SESSION_LIMIT_REACHED: {
+    status: 403,
+    message: 'the identity already holds as many sessions as its auth policy allows; end one and retry',
+  },
   NOT_FOUND: { status: 404, message: 'the resource requested was not found or is no longer available' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'the method is not allowed on this resource' },
   NOT_ACCEPTABLE: { status: 406, message: 'none of the requested media types can be produced' },

@@ -18,7 +18,7 @@ export interface AccountPolicyDeps {
    */
   prefetch: GrantPrefetch;
   /** The identity the login step completing on this request has just read (its in-process resume). */
-  completedLogins: Pick<CompletedLogins, 'identityFor'>;
+  completedLogins: Pick<CompletedLogins, 'identityFor' | 'openedSessionEnd'>;
   /**
    * What every instance knows of revocations, in memory: it also refuses a grant whose facts were
    * read before a revocation that landed while the request was being served.
@@ -135,7 +135,8 @@ export function createAccountPolicy({
     }
     const grantId = await grant.save();
     try {
-      await sessions.start(grantId, { ...facts, issuer: ctx.oidc.issuer }, originOfResult(ctx));
+      const openedUntil = completedLogins.openedSessionEnd(ctx.req, facts.apiSessionId);
+      await sessions.start(grantId, { ...facts, issuer: ctx.oidc.issuer }, originOfResult(ctx), openedUntil);
     } catch (err) {
       // The identity was deleted between the login and here: no session, no grant, no code.
       if (!isForeignKeyViolation(err)) throw err;

@@ -10,6 +10,11 @@ export interface CompletedLogin {
    * adapter (`getValueAndPayload`, before the adapter's `sealPayload`).
    */
   interaction: { uid: string; payload: Record<string, unknown> };
+  /**
+   * Under a session limit the step has already written the login's API session (the limit's
+   * transaction): its id and end. The grant's facts are then written alone, with that end.
+   */
+  openedSession?: { id: string; expiresAt: Date };
 }
 
 /**
@@ -45,6 +50,11 @@ export function createCompletedLogins() {
     interactionFor(req: IncomingMessage | undefined, uid: string): Record<string, unknown> | undefined {
       const hit = req && byRequest.get(req);
       return hit?.interaction.uid === uid ? hit.interaction.payload : undefined;
+    },
+    /** The end of the API session `apiSessionId` when this request's step has written it already. */
+    openedSessionEnd(req: IncomingMessage | undefined, apiSessionId: string): Date | undefined {
+      const opened = req && byRequest.get(req)?.openedSession;
+      return opened?.id === apiSessionId ? opened.expiresAt : undefined;
     },
     /** Whether this request completed (and so already consumed) the interaction `uid`. */
     completedInteraction(req: IncomingMessage | undefined, uid: string): boolean {

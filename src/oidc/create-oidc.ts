@@ -10,6 +10,7 @@ import { createKeyService } from '../services/keys/key-service.js';
 import type { AuditTrail } from '../services/audit-trail.js';
 import { createKeyWatcher } from '../services/keys/key-watcher.js';
 import type { RevocationService } from '../services/revocation-service.js';
+import type { SessionLimitService } from '../services/session-limit.js';
 import type { RevocationState } from '../services/revocation-state.js';
 import type { IdentityContextCache } from '../services/identity-context.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
@@ -55,6 +56,8 @@ export interface OidcDeps {
   /** Verifies the secondary external JWT a refresh grant must carry when the policy requires one. */
   secondaryExtJwt: Pick<ExtJwtMethod, 'checkSecondary'>;
   totp: LoginFlowDeps['totp'];
+  /** The policies' concurrent-session limit; this part tells it how an OIDC session ends. */
+  sessionLimit: Pick<SessionLimitService, 'admit' | 'endOidcSessionsWith'>;
   audit: AuditTrail;
   /** Told each token endpoint outcome (metrics). */
   onGrant?: GrantObserver;
@@ -154,6 +157,8 @@ export async function createOidc(deps: OidcDeps) {
     revocations: deps.revocations,
   });
   deps.revocations.hooks.push((trx, identityId) => sessions.forgetIdentity(trx, identityId));
+  // An OIDC session evicted by a session limit ends as end_session ends it: with its grant's tokens.
+  deps.sessionLimit.endOidcSessionsWith(sessions.endApiSessionIn);
   const prefetch = createGrantPrefetch();
   const completedLogins = createCompletedLogins();
   const refreshSecondFactor = createRefreshSecondFactor({
@@ -214,6 +219,8 @@ export async function createOidc(deps: OidcDeps) {
       totp: deps.totp,
       findIdentityWithPolicy: deps.findIdentityWithPolicy,
       completedLogins,
+      sessionLimit: deps.sessionLimit,
+      sessions,
     }),
     verifier,
     /** Token introspection for resource servers (our `/oidc/token/introspection`). */

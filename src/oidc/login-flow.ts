@@ -8,6 +8,7 @@ import type { Identity } from '../repositories/identities-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { MAX_CONFIG_TYPES } from '../schemas/authenticate-schemas.js';
 import { isDisabled } from '../services/auth/identity-status.js';
+import { currentRequestScope } from '../services/request-scope.js';
 import type { PrimaryAuthResult } from '../services/auth/primary-result.js';
 import type { TotpService } from '../services/mfa/totp-service.js';
 import { CLIENT_ID } from './create-provider.js';
@@ -15,8 +16,9 @@ import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
 import type { PrimaryMethod } from './login-paths.js';
 import { amrWithMfa, credentialName, type LoginState } from './login-state.js';
 import { issuerEntryOf } from './oidc-dispatch.js';
-import type { CompletedLogins } from './completed-logins.js';
-import type { LoginFacts } from './oidc-sessions.js';
+import type { CompletedLogin, CompletedLogins } from './completed-logins.js';
+import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
+import type { SessionLimitService } from '../services/session-limit.js';
 import { resumeInProcess } from './resume-in-process.js';
 import { assertReadyToBind, TOTP_BINDING } from './factor-binding.js';
 import { createLoginEnrollment, ownEnrollment } from './login-enrollment.js';
@@ -98,6 +100,10 @@ export interface LoginFlowDeps {
   findIdentityWithPolicy: (id: string) => Promise<IdentityWithPolicy | undefined>;
   /** Hands the completed interaction and the identity read here to the provider's resume of the same request. */
   completedLogins: Pick<CompletedLogins, 'remember'>;
+  /** The policy's concurrent-session limit, checked as the login completes. */
+  sessionLimit: Pick<SessionLimitService, 'admit'>;
+  /** Writes the login's API session inside the session limit's transaction. */
+  sessions: Pick<OidcSessions, 'open'>;
   now?: () => Date;
 }
 
@@ -275,14 +281,12 @@ export function createLoginFlow(deps: LoginFlowDeps) {
    * runs in-process on this request, answering 303 to `redirect_uri?code&state&iss`. The identity
    * is checked once more, as this request read it, against the clock of the completion.
    */
-  async function complete(ctx: Context, pending: PendingLogin, { identity, state }: Progress): Promise<void> {
+  async function complete(
+    ctx: Context,
+    pending: PendingLogin,
+    { identity, policy, state }: Progress,
+  ): Promise<void> {
     if (isDisabled(identity, now())) throw identityGone();
-    // One completion per auth request, decided by one conditional statement that marks its row
-    // consumed. The row stays (the janitor removes it when it expires): a step of the same auth
-    // request still in flight may save it again, and a consumed row keeps it from coming back.
-    if (!(await oidcPayloadsRepository.consume(deps.knex, 'Interaction', pending.uid, now()))) {
-      throw invalidRequest('auth request already completed');
-    }
     const amr = amrWithMfa(state);
     const facts: LoginFacts = {
       accountId: identity.id,
@@ -294,6 +298,31 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       tokenGeneration: identity.tokenGeneration,
       authTime: state.authTime,
     };
+    // One completion per auth request, decided by one conditional statement that marks its row
+    // consumed. The row stays (the janitor removes it when it expires): a step of the same auth
+    // request still in flight may save it again, and a consumed row keeps it from coming back.
+    const consume = async (db: Knex) => {
+      if (!(await oidcPayloadsRepository.consume(db, 'Interaction', pending.uid, now()))) {
+        throw invalidRequest('auth request already completed');
+      }
+    };
+    let openedSession: CompletedLogin['openedSession'];
+    if (policy.sessions.max > 0) {
+      // Under the policy's session limit (services/session-limit.ts) the check, any eviction, the
+      // consume and the API session commit together: a refused login leaves its auth request
+      // usable, and parallel logins of one identity never hold more than the limit. Without a
+      // limit, none of these statements is sent.
+      openedSession = await deps.sessionLimit.admit(identity.id, async (trx) => {
+        await consume(trx);
+        const origin = {
+          authMethod: state.method ?? null,
+          ipAddress: currentRequestScope()?.sourceAddress() ?? null,
+        };
+        return { id: facts.apiSessionId, expiresAt: await deps.sessions.open(trx, facts, origin) };
+      });
+    } else {
+      await consume(deps.knex);
+    }
     pending.interaction.result = {
       login: { accountId: identity.id, amr, ts: state.authTime, remember: false },
       consent: {},
@@ -304,6 +333,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     deps.completedLogins.remember(ctx.req, {
       identity,
       interaction: { uid: pending.uid, payload: payload ?? {} },
+      ...(openedSession ? { openedSession } : {}),
     });
     await resumeInProcess(pending.entry, ctx, pending.interaction);
   }

@@ -1,7 +1,11 @@
 import type { Knex } from 'knex';
 import { inTransaction } from '../db/transaction.js';
 import type { Db } from '../db/create-database.js';
-import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
+import {
+  apiSessionsRepository,
+  type ApiSession,
+  type NewApiSession,
+} from '../repositories/api-sessions-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { NO_AUDIT, type AuditTrail } from '../services/audit-trail.js';
 import { loginRowsEnd } from './login-lifetime.js';
@@ -82,39 +86,82 @@ export function createOidcSessions({
     await oidcPayloadsRepository.destroy(trx, 'Grant', grantId);
   }
 
+  /** The API session row of a login (id = z_asid): complete, the login owes nothing more. */
+  const sessionRow = (
+    facts: LoginFacts,
+    origin: SessionOrigin,
+    expiresAt: Date,
+    createdAt?: Date,
+  ): NewApiSession => ({
+    id: facts.apiSessionId,
+    identityId: facts.accountId,
+    kind: 'oidc',
+    tokenHash: null,
+    amr: facts.amr,
+    configTypes: facts.configTypes,
+    isCertExtendable: facts.isCertExtendable,
+    mfaRequired: false,
+    mfaComplete: facts.amr.includes('mfa'),
+    authMethod: origin.authMethod,
+    ipAddress: origin.ipAddress,
+    expiresAt,
+    ...(createdAt ? { createdAt } : {}),
+  });
+
+  /**
+   * A session that ends in the caller's transaction, with its grant's rows when it has one;
+   * answers its row when it was still there.
+   */
+  async function endApiSessionIn(
+    trx: Db,
+    apiSessionId: string,
+    options: RevokeOptions,
+  ): Promise<ApiSession | undefined> {
+    await endGrantRowsOf(trx, apiSessionId);
+    return revocations.revokeApiSession(trx, apiSessionId, options);
+  }
+
   return {
     /**
      * The API session row (id = z_asid) and the facts of the grant, written together or not at
      * all, in one statement (`insertWithLoginFacts`). A deleted identity fails it on the session's
      * foreign key. Both end with the login's code until a token is issued (login-lifetime.ts).
+     * `openedUntil`: the session row was written already, under a session limit (`open`), and
+     * ends then; only the facts are written, with the same end.
      */
-    async start(grantId: string, facts: LoginFacts, origin: SessionOrigin): Promise<void> {
-      const expiresAt = loginRowsEnd(now(), { kind: 'login' });
-      await apiSessionsRepository.insertWithLoginFacts(
-        knex,
-        {
-          id: facts.apiSessionId,
-          identityId: facts.accountId,
-          kind: 'oidc',
-          tokenHash: null,
-          amr: facts.amr,
-          configTypes: facts.configTypes,
-          isCertExtendable: facts.isCertExtendable,
-          mfaRequired: false,
-          mfaComplete: facts.amr.includes('mfa'),
-          authMethod: origin.authMethod,
-          ipAddress: origin.ipAddress,
-          expiresAt,
-        },
-        {
-          model: MODEL,
-          id: grantId,
-          payload: { ...factsOnly(facts), grantId },
-          grantId,
-          uid: facts.apiSessionId,
-          expiresAt,
-        },
-      );
+    async start(
+      grantId: string,
+      facts: LoginFacts,
+      origin: SessionOrigin,
+      openedUntil?: Date,
+    ): Promise<void> {
+      const expiresAt = openedUntil ?? loginRowsEnd(now(), { kind: 'login' });
+      const factsRow = {
+        model: MODEL,
+        id: grantId,
+        payload: { ...factsOnly(facts), grantId },
+        grantId,
+        uid: facts.apiSessionId,
+        expiresAt,
+      };
+      if (openedUntil) await oidcPayloadsRepository.upsert(knex, factsRow);
+      else
+        await apiSessionsRepository.insertWithLoginFacts(
+          knex,
+          sessionRow(facts, origin, expiresAt),
+          factsRow,
+        );
+    },
+
+    /**
+     * The API session of a login whose policy limits sessions, written in the session limit's
+     * transaction, before the grant exists (the grant's facts follow in `start`); answers its end.
+     */
+    async open(trx: Db, facts: LoginFacts, origin: SessionOrigin): Promise<Date> {
+      const at = now();
+      const expiresAt = loginRowsEnd(at, { kind: 'login' });
+      await apiSessionsRepository.insertFixed(trx, sessionRow(facts, origin, expiresAt, at));
+      return expiresAt;
     },
 
     /** The facts of a grant whose API session still exists; undefined once it has ended. */
@@ -141,8 +188,7 @@ export function createOidcSessions({
      */
     async endApiSession(apiSessionId: string, cause: 'logout' | 'revoked' = 'logout'): Promise<void> {
       await inTransaction(knex, async (trx, afterCommit) => {
-        await endGrantRowsOf(trx, apiSessionId);
-        const ended = await revocations.revokeApiSession(trx, apiSessionId, {
+        const ended = await endApiSessionIn(trx, apiSessionId, {
           afterCommit,
           cause: cause === 'logout' ? 'session-ended' : cause,
         });
@@ -160,6 +206,7 @@ export function createOidcSessions({
     },
 
     endGrantRowsOf,
+    endApiSessionIn,
 
     /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go. */
     async forgetIdentity(trx: Db, identityId: string): Promise<void> {

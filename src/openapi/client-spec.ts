@@ -101,7 +101,8 @@ const sessionAndMfa: RouteDoc[] = [
     access: 'authenticated',
     body: { schema: ref('MfaCode') },
     response: emptyResponse('Verified; a session waiting for its TOTP step is complete.'),
-    errors: ['NOT_FOUND', 'MFA_INVALID_TOKEN', 'RATE_LIMITED'],
+    // The enrollment is verified, but the session still waits for its TOTP step.
+    errors: ['NOT_FOUND', 'MFA_INVALID_TOKEN', 'RATE_LIMITED', 'SESSION_LIMIT_REACHED'],
   },
   {
     method: 'get',

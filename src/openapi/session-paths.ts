@@ -27,7 +27,9 @@ export function sessionRoutes(api: 'client' | 'management'): RouteDoc[] {
         '`method=password` takes `username` and `password`; `method=cert` reads the TLS client certificate; ' +
         '`method=ext-jwt` reads `Authorization: Bearer <external JWT>` (a missing or unusable JWT is ' +
         'answered 401 with one `svc-primary-ext-jwt` challenge per candidate signer). When the policy ' +
-        'requires TOTP, `authQueries` names the MFA step and only the MFA endpoints answer until it is done.',
+        'requires TOTP, `authQueries` names the MFA step and only the MFA endpoints answer until it is done. ' +
+        "Under the policy's session limit (`sessions` of the auth policy) a complete login over the limit " +
+        'ends the oldest session (`evictOldest`) or is refused 403 `SESSION_LIMIT_REACHED` (`refuse`).',
       tag: 'Authentication',
       access: 'anonymous',
       rateLimited: true,
@@ -41,7 +43,7 @@ export function sessionRoutes(api: 'client' | 'management'): RouteDoc[] {
       ],
       body: { schema: ref('LoginBody'), required: false },
       response: dataResponse('The new session; send its token in `svc-session`.', 'ApiSession'),
-      errors: ['INVALID_AUTH', 'UNAUTHORIZED'],
+      errors: ['INVALID_AUTH', 'UNAUTHORIZED', 'SESSION_LIMIT_REACHED'],
     },
     {
       method: 'post',
@@ -52,8 +54,12 @@ export function sessionRoutes(api: 'client' | 'management'): RouteDoc[] {
       access: 'authenticated',
       rateLimited: true,
       body: { schema: ref('MfaCode') },
+      description:
+        "The session then counts against its policy's session limit: over it, the oldest session ends " +
+        '(`evictOldest`) or the step is refused 403 `SESSION_LIMIT_REACHED` (`refuse`) and the session ' +
+        'keeps waiting for it.',
       response: emptyResponse('The session is complete.'),
-      errors: ['MFA_INVALID_TOKEN'],
+      errors: ['MFA_INVALID_TOKEN', 'SESSION_LIMIT_REACHED'],
     },
     {
       method: 'get',

@@ -1,5 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
+import { fixedStatement, runFixed } from '../db/fixed-statement.js';
 import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-repository.js';
 
 export type ApiSessionKind = 'legacy' | 'oidc';
@@ -61,9 +62,35 @@ export type NewApiSession = Omit<ApiSession, 'createdAt' | 'lastActivityAt'> & {
   createdAt?: Date;
 };
 
+const INSERT_SQL = `insert into "api_sessions" ("id", "identity_id", "kind", "token_hash", "amr", "config_types", "is_cert_extendable", "mfa_required", "mfa_complete", "auth_method", "ip_address", "expires_at", "created_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?::timestamptz, now()))`;
 /** An OIDC login's API session beside its login facts (insertWithLoginFacts). */
-const INSERT_WITH_LOGIN_FACTS = oidcPayloadsRepository.upsertAfter(
-  `with "api_session" as (insert into "api_sessions" ("id", "identity_id", "kind", "token_hash", "amr", "config_types", "is_cert_extendable", "mfa_required", "mfa_complete", "auth_method", "ip_address", "expires_at", "created_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?::timestamptz, now()))) `,
+const INSERT_WITH_LOGIN_FACTS = oidcPayloadsRepository.upsertAfter(`with "api_session" as (${INSERT_SQL}) `);
+/** An OIDC login's API session alone, when a session limit opens it before its grant exists. */
+const INSERT = fixedStatement(INSERT_SQL);
+
+/** INSERT_SQL's values. */
+const insertBindings = (s: NewApiSession) => [
+  s.id,
+  s.identityId,
+  s.kind,
+  s.tokenHash,
+  JSON.stringify(s.amr),
+  JSON.stringify(s.configTypes),
+  s.isCertExtendable,
+  s.mfaRequired,
+  s.mfaComplete,
+  s.authMethod ?? null,
+  s.ipAddress ?? null,
+  s.expiresAt,
+  s.createdAt ?? null,
+];
+
+/**
+ * The sessions a session limit counts: live and fully authenticated (no second factor still owed),
+ * oldest first. `id <> ?` leaves out the session whose MFA step is being completed.
+ */
+const COUNTED = fixedStatement(
+  `select "id", "kind" from "api_sessions" where "identity_id" = ? and "expires_at" > ? and ("mfa_required" = false or "mfa_complete" = true) and "id" <> ? order by "created_at", "id"`,
 );
 
 /** A live API session as the lists show it: with its identity's name and its last activity. */
@@ -211,26 +238,22 @@ export const apiSessionsRepository = {
    * needed around it. A deleted identity fails it on the session's foreign key.
    */
   async insertWithLoginFacts(db: Db, s: NewApiSession, factsRow: OidcPayloadRow): Promise<void> {
-    await oidcPayloadsRepository.upsertWith(
-      db,
-      INSERT_WITH_LOGIN_FACTS,
-      [
-        s.id,
-        s.identityId,
-        s.kind,
-        s.tokenHash,
-        JSON.stringify(s.amr),
-        JSON.stringify(s.configTypes),
-        s.isCertExtendable,
-        s.mfaRequired,
-        s.mfaComplete,
-        s.authMethod,
-        s.ipAddress,
-        s.expiresAt,
-        s.createdAt ?? null,
-      ],
-      factsRow,
-    );
+    await oidcPayloadsRepository.upsertWith(db, INSERT_WITH_LOGIN_FACTS, insertBindings(s), factsRow);
+  },
+
+  /** One session row as a fixed statement (an OIDC login under a session limit). */
+  async insertFixed(db: Db, s: NewApiSession): Promise<void> {
+    await runFixed(db, INSERT, insertBindings(s));
+  },
+
+  /** The identity's live, fully authenticated sessions, oldest first, but `excluding`. */
+  async countedFor(
+    db: Db,
+    identityId: string,
+    now: Date,
+    excluding = '',
+  ): Promise<{ id: string; kind: ApiSessionKind }[]> {
+    return runFixed<{ id: string; kind: ApiSessionKind }>(db, COUNTED, [identityId, now, excluding]);
   },
 
   async findById(db: Db, id: string): Promise<ApiSession | undefined> {

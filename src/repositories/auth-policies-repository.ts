@@ -1,6 +1,15 @@
 import type { Db } from '../db/create-database.js';
 import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 
+/** What a login over the limit does: end the oldest session, or be refused. */
+export type SessionLimitAction = 'evictOldest' | 'refuse';
+
+/** How many fully authenticated API sessions an identity may hold at once; `max` 0: no limit. */
+export interface SessionLimit {
+  max: number;
+  onLimit: SessionLimitAction;
+}
+
 export interface AuthPolicy {
   id: string;
   name: string;
@@ -18,6 +27,7 @@ export interface AuthPolicy {
     extJwt: { allowed: boolean; allowedSigners: string[] };
   };
   secondary: { requireTotp: boolean; requireExtJwt: string | null };
+  sessions: SessionLimit;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -39,6 +49,8 @@ interface AuthPolicyRow {
   ext_jwt_allowed: boolean;
   secondary_require_totp: boolean;
   secondary_require_ext_jwt_signer_id: string | null;
+  sessions_max: number;
+  sessions_on_limit: SessionLimitAction;
   created_at: Date;
   updated_at: Date;
 }
@@ -62,6 +74,7 @@ const toPolicy = (r: AuthPolicyRow, allowedSigners: string[]): AuthPolicy => ({
     extJwt: { allowed: r.ext_jwt_allowed, allowedSigners },
   },
   secondary: { requireTotp: r.secondary_require_totp, requireExtJwt: r.secondary_require_ext_jwt_signer_id },
+  sessions: { max: r.sessions_max, onLimit: r.sessions_on_limit },
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -80,6 +93,8 @@ const toRow = (p: AuthPolicyInput) => ({
   ext_jwt_allowed: p.primary.extJwt.allowed,
   secondary_require_totp: p.secondary.requireTotp,
   secondary_require_ext_jwt_signer_id: p.secondary.requireExtJwt,
+  sessions_max: p.sessions.max,
+  sessions_on_limit: p.sessions.onLimit,
 });
 
 async function signersOf(db: Db, ids: string[]): Promise<Map<string, string[]>> {

@@ -1,5 +1,10 @@
 import type { Db } from '../db/create-database.js';
-import { policyFromJson, SIGNERS_COLUMN, type AuthPolicy } from './auth-policies-repository.js';
+import {
+  policyFromJson,
+  SIGNERS_COLUMN,
+  type AuthPolicy,
+  type SessionLimit,
+} from './auth-policies-repository.js';
 import { fixedSelectFirst } from './fixed-select.js';
 import { fixedStatement, runFixed } from '../db/fixed-statement.js';
 import { countedRows, mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
@@ -71,6 +76,15 @@ function permissionsOf(v: IdentityRow['permissions']): string[] {
   const list: unknown = typeof v === 'string' ? JSON.parse(v) : v;
   return Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string') : [];
 }
+/**
+ * Takes the identity's session-limit lock (a transaction-scoped advisory lock: it conflicts with
+ * nothing but itself, so no row operation of other writers can deadlock with it) and reads its
+ * policy's limit as it is now. No row when the identity is gone.
+ */
+const LOCK_SESSIONS =
+  fixedStatement(`select pg_advisory_xact_lock(hashtext('svc:sessions:' || "identities"."id")) as "locked", "auth_policies"."sessions_max", "auth_policies"."sessions_on_limit"
+  from "identities" inner join "auth_policies" on "auth_policies"."id" = "identities"."auth_policy_id"
+  where "identities"."id" = ?`);
 
 export const toIdentity = (r: IdentityRow): Identity => ({
   id: r.id,
@@ -158,6 +172,20 @@ export const identitiesRepository = {
       [id],
     );
     return row && { identity: toIdentity(row), policy: policyFromJson(row.policy, row.allowed_signers) };
+  },
+
+  /**
+   * Serialises every session-limit check of the identity until `db` (a transaction) ends, and
+   * answers its policy's limit; undefined when the identity is gone. What the sessions are must be
+   * read by a later statement: this one's snapshot was taken before it waited for the lock.
+   */
+  async lockSessions(db: Db, id: string): Promise<SessionLimit | undefined> {
+    const [row] = await runFixed<{ sessions_max: number; sessions_on_limit: SessionLimit['onLimit'] }>(
+      db,
+      LOCK_SESSIONS,
+      [id],
+    );
+    return row && { max: row.sessions_max, onLimit: row.sessions_on_limit };
   },
 
   /** Reads and row-locks an identity, so that checks and changes made in `db` see one state. */

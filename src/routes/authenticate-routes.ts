@@ -44,15 +44,18 @@ export function authenticateRoutes(router: Router, deps: RouteDeps): void {
     const input = parseInput(loginExtrasSchema, bodyOf(ctx));
     const result = await primary(ctx);
     const mfaRequired = await deps.totp.isRequired(result.identity.id, result.policy);
-    const { session, token } = await deps.sessions.create({
-      identityId: result.identity.id,
-      amr: result.amr,
-      configTypes: input.configTypes,
-      isCertExtendable: result.isCertExtendable,
-      mfaRequired,
-      authMethod: method,
-      ipAddress: clientAddress(ctx),
-    });
+    const { session, token } = await deps.sessions.open(
+      {
+        identityId: result.identity.id,
+        amr: result.amr,
+        configTypes: input.configTypes,
+        isCertExtendable: result.isCertExtendable,
+        mfaRequired,
+        authMethod: method,
+        ipAddress: clientAddress(ctx),
+      },
+      result.policy.sessions,
+    );
     sendData(ctx, {
       id: session.id,
       token,

@@ -28,7 +28,7 @@ export const withOtp = (amr: string[]): string[] => [
 /** Completes the MFA step of a legacy session that still owes it. */
 export async function completeSessionMfa(deps: RouteDeps, principal: Principal): Promise<void> {
   if (principal.kind === 'legacy' && principal.mfaPending) {
-    await deps.sessions.completeMfa(principal.sessionId, withOtp(principal.amr));
+    await deps.sessions.completeMfa(principal.sessionId, principal.identityId, withOtp(principal.amr));
   }
 }
 

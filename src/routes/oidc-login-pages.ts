@@ -200,3 +200,19 @@ export function renderLoginPage(
 export function renderSignedOutPage(ctx: Context): void {
   sendPage(ctx, 'Signed out', '<p>You are signed out. You may close this window.</p>');
 }
+
+/**
+ * A browser login refused by the session limit of its policy (403 SESSION_LIMIT_REACHED). The auth
+ * request stays usable: `retryPath` shows the step again once a session has ended.
+ */
+export function renderSessionLimitPage(ctx: Context, authRequestId: string, retryPath: string): void {
+  const retry = `${retryPath}?authRequestID=${encodeURIComponent(authRequestId)}`;
+  sendPage(
+    ctx,
+    'Too many sessions',
+    `${errorLine('Your account already has as many active sessions as its policy allows, so this sign-in was not completed.')}
+<p>Sign out of a session you no longer need (on another device or in another application), then try again.</p>
+<p><a href="${escapeHtml(retry)}">Try again</a></p>`,
+    { status: 403, error: 'session limit reached' },
+  );
+}

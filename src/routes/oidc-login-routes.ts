@@ -13,7 +13,7 @@ import type { EnrollmentStart } from '../services/mfa/totp-service.js';
 import { qrDataUrl } from '../services/mfa/qr-code.js';
 import { renderEnrollmentPage, renderOwedPage, renderTotpPage } from './oidc-factor-pages.js';
 import { authRequestIdOf, isHtmlForm, sendOwed, setOwedHeaders, wantsHtml } from './oidc-login-http.js';
-import { renderLoginPage } from './oidc-login-pages.js';
+import { renderLoginPage, renderSessionLimitPage } from './oidc-login-pages.js';
 import { primaryLoginsFor } from './primary-logins.js';
 import type { RouteDeps } from './route-deps.js';
 
@@ -57,15 +57,23 @@ async function respond(ctx: Context, flow: LoginFlow, pending: PendingLogin, out
   setOwedHeaders(ctx, outcome.authQueries, outcome.challenges);
 }
 
+/** A browser form refused by the session limit: answered with a page that says so (not the envelope). */
+function isSessionLimitPage(ctx: Context, err: unknown): boolean {
+  return isAppError(err) && err.code === 'SESSION_LIMIT_REACHED' && isHtmlForm(ctx);
+}
+
 /** Runs a form step; a refusal shown on a page is rendered by `page` instead of the JSON envelope. */
 async function withPageErrors(
   ctx: Context,
+  pending: PendingLogin,
   work: () => Promise<void>,
   page: (status: number, error: string) => Promise<void> | void,
 ): Promise<void> {
   try {
     await work();
   } catch (err) {
+    // The TOTP page is the way back: after its primary step the login owes a code (again).
+    if (isSessionLimitPage(ctx, err)) return renderSessionLimitPage(ctx, pending.uid, LOGIN_PATHS.totp);
     if (!(isAppError(err) && PAGE_ERRORS.has(err.code) && isHtmlForm(ctx))) throw err;
     for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
     await page(err.status, err.message);
@@ -102,6 +110,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
         const step = { name: method, configTypes: configTypesOf(body), check: () => check(ctx) };
         await respond(ctx, flow, pending, await flow.advance(ctx, pending, step));
       } catch (err) {
+        if (isSessionLimitPage(ctx, err)) return renderSessionLimitPage(ctx, pending.uid, path);
         if (!(isAppError(err) && err.code === 'INVALID_AUTH' && isHtmlForm(ctx))) throw err;
         renderLoginPage(ctx, page, pending.uid, {
           status: 401,
@@ -131,6 +140,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
     const step = { name: 'totp' as const, code: codeOf(body) };
     await withPageErrors(
       ctx,
+      pending,
       async () => respond(ctx, flow, pending, await flow.advance(ctx, pending, step)),
       (status, error) => renderTotpPage(ctx, pending.uid, { status, error }),
     );
@@ -148,6 +158,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
     const pending = await load(ctx, bodyOf(ctx));
     await withPageErrors(
       ctx,
+      pending,
       async () => {
         const start = await flow.startEnrollment(ctx, pending);
         if (isHtmlForm(ctx)) return showEnrollment(ctx, flow, pending, { start, status: 201 });
@@ -170,6 +181,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
     const step = { name: 'totp-enroll-verify' as const, code: codeOf(body) };
     await withPageErrors(
       ctx,
+      pending,
       async () => respond(ctx, flow, pending, await flow.advance(ctx, pending, step)),
       (status, error) => showEnrollment(ctx, flow, pending, { status, error }),
     );

@@ -16,6 +16,8 @@ const bool = booleanField.optional();
 const MAX_LOCKOUT_MINUTES = 366 * 24 * 60;
 const MAX_ATTEMPTS = 10_000;
 const MAX_PASSWORD_LENGTH = 1024; // the longest password a login accepts (authenticate-schemas.ts)
+// Far past any sensible number of parallel sessions of one identity; fits `integer`.
+const MAX_SESSIONS = 10_000;
 
 const signerRef = z.union([idRef, z.null()]).optional();
 
@@ -65,7 +67,19 @@ const secondary = z
     return { ...rest, requireExtJwt: rest.requireExtJwt !== undefined ? rest.requireExtJwt : alias };
   });
 
-const members = { primary, secondary };
+/** What a login over the session limit does: end the oldest session, or be refused. */
+export const SESSION_LIMIT_ACTIONS = ['evictOldest', 'refuse'] as const;
+
+/** The concurrent-session limit: `max` 0 is no limit (docs/operations.md, "Session limit"). */
+const sessions = z
+  .object({
+    max: boundedInt(0, MAX_SESSIONS).optional(),
+    onLimit: z.enum(SESSION_LIMIT_ACTIONS).optional(),
+  })
+  .strict()
+  .optional();
+
+const members = { primary, secondary, sessions };
 
 export const POLICY_IGNORED_MEMBERS = ['tags'] as const;
 

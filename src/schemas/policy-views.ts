@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SESSION_LIMIT_ACTIONS } from './policy-schemas.js';
 import { count, stringList, timestamps } from './view-fields.js';
 
 /** An auth policy as the API shows it (the secondary JWT signer as `requireExtJwt`). */
@@ -19,6 +20,14 @@ export const authPolicyViewSchema = z.object({
     extJwt: z.object({ allowed: z.boolean(), allowedSigners: stringList }),
   }),
   secondary: z.object({ requireTotp: z.boolean(), requireExtJwt: z.string().nullable() }),
+  sessions: z.object({
+    max: count.describe('The most fully authenticated API sessions an identity holds at once; 0: no limit.'),
+    onLimit: z
+      .enum(SESSION_LIMIT_ACTIONS)
+      .describe(
+        'A login over the limit ends the oldest session (evictOldest) or is refused with 403 (refuse).',
+      ),
+  }),
   ...timestamps,
 });
 

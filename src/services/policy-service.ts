@@ -39,6 +39,7 @@ export const FRESH_DEFAULT_POLICY: Omit<AuthPolicyInput, 'name'> = {
     extJwt: { allowed: false, allowedSigners: [] },
   },
   secondary: { requireTotp: false, requireExtJwt: null },
+  sessions: { max: 0, onLimit: 'evictOldest' },
 };
 
 /** `base` with every member `patch` gives replaced. */
@@ -54,6 +55,7 @@ function merge(base: Omit<AuthPolicyInput, 'name'> & { name?: string }, patch: P
       extJwt: { ...base.primary.extJwt, ...defined(p?.extJwt) },
     },
     secondary: { ...base.secondary, ...defined(patch.secondary) },
+    sessions: { ...base.sessions, ...defined(patch.sessions) },
   };
 }
 
@@ -64,6 +66,7 @@ export function policyView(p: AuthPolicy): AuthPolicyView {
     name: p.name,
     primary: p.primary,
     secondary: p.secondary,
+    sessions: p.sessions,
     createdAt: p.createdAt.toISOString(),
     updatedAt: p.updatedAt.toISOString(),
   };

@@ -7,6 +7,8 @@ import { newId, newToken, sha256Hex } from '../crypto/random.js';
 import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { RevocationService } from './revocation-service.js';
+import type { SessionLimit } from '../repositories/auth-policies-repository.js';
+import type { SessionLimitService } from './session-limit.js';
 
 export interface SessionServiceDeps {
   db: Knex;
@@ -17,6 +19,8 @@ export interface SessionServiceDeps {
   audit?: AuditTrail;
   /** A logout is an `api_session` revocation, so every instance drops the session at once. */
   revocations: Pick<RevocationService, 'revokeApiSession'>;
+  /** The policy's concurrent-session limit, checked when a session becomes fully authenticated. */
+  limit: Pick<SessionLimitService, 'admit'>;
   now?: () => Date;
   /** Sessions kept in memory; the oldest entry goes first when full. */
   maxCached?: number;
@@ -62,6 +66,7 @@ export function createSessionService({
   maxSessionDuration,
   audit = NO_AUDIT,
   revocations,
+  limit,
   now = () => new Date(),
   maxCached = 10_000,
   cacheTtlMs = 300_000,
@@ -114,26 +119,45 @@ export function createSessionService({
     if (hash) drop(hash);
   }
 
+  async function create(
+    facts: NewSessionFacts,
+    trx: Db = db,
+  ): Promise<{ session: ApiSession; token: string }> {
+    const token = newToken();
+    const createdAt = now();
+    const session = await apiSessionsRepository.insert(trx, {
+      id: newId(),
+      identityId: facts.identityId,
+      kind: 'legacy',
+      tokenHash: sha256Hex(token),
+      amr: facts.amr,
+      configTypes: facts.configTypes ?? [],
+      isCertExtendable: facts.isCertExtendable ?? false,
+      mfaRequired: facts.mfaRequired,
+      mfaComplete: false,
+      authMethod: facts.authMethod,
+      ipAddress: facts.ipAddress,
+      createdAt,
+      expiresAt: new Date(createdAt.getTime() + Math.min(timeoutMs, maxSessionMs)),
+    });
+    return { session, token };
+  }
+
   return {
-    async create(facts: NewSessionFacts, trx: Db = db): Promise<{ session: ApiSession; token: string }> {
-      const token = newToken();
-      const createdAt = now();
-      const session = await apiSessionsRepository.insert(trx, {
-        id: newId(),
-        identityId: facts.identityId,
-        kind: 'legacy',
-        tokenHash: sha256Hex(token),
-        amr: facts.amr,
-        configTypes: facts.configTypes ?? [],
-        isCertExtendable: facts.isCertExtendable ?? false,
-        mfaRequired: facts.mfaRequired,
-        mfaComplete: false,
-        authMethod: facts.authMethod,
-        ipAddress: facts.ipAddress,
-        createdAt,
-        expiresAt: new Date(createdAt.getTime() + Math.min(timeoutMs, maxSessionMs)),
-      });
-      return { session, token };
+    create,
+
+    /**
+     * A login's new session under its policy's session limit (`sessions`, as the login read the
+     * policy). The limit is checked now when the session is complete; a session that still owes its
+     * MFA step neither counts nor evicts until that step (`completeMfa`). Without a limit: the
+     * one insert of `create`.
+     */
+    async open(
+      facts: NewSessionFacts,
+      sessions: SessionLimit,
+    ): Promise<{ session: ApiSession; token: string }> {
+      if (facts.mfaRequired || sessions.max === 0) return create(facts);
+      return limit.admit(facts.identityId, (trx) => create(facts, trx));
     },
 
     /** The live session for a token, its expiry slid forward; 401 with the svc-session challenge otherwise. */
@@ -178,9 +202,12 @@ export function createSessionService({
       });
     },
 
-    async completeMfa(sessionId: string, amr: string[]): Promise<ApiSession | undefined> {
+    /** The MFA step is done: the session now counts, under the limit of its identity's policy. */
+    async completeMfa(sessionId: string, identityId: string, amr: string[]): Promise<ApiSession | undefined> {
       forget(sessionId);
-      return apiSessionsRepository.completeMfa(db, sessionId, amr);
+      return limit.admit(identityId, (trx) => apiSessionsRepository.completeMfa(trx, sessionId, amr), {
+        excluding: sessionId,
+      });
     },
 
     forget,

@@ -449,6 +449,99 @@ describeWithPostgres('races across two controller processes', () => {
     expect(exact).toBe(TRIALS);
   });
 
+  /**
+   * Four logins of one identity at once: two legacy, two OIDC (each auth request begun on one
+   * process and completed on the other), spread over both processes.
+   */
+  async function parallelLogins(user: { username: string; password: string }, t: number) {
+    const credentials = { username: user.username, password: user.password };
+    const started = await Promise.all([
+      startAuthorization(spread(t), { method: 'password' }),
+      startAuthorization(spread(t + 1), { method: 'password' }),
+    ]);
+    const answers = await Promise.all([
+      spread(t).post(`${CLIENT}/authenticate?method=password`, { body: credentials }),
+      spread(t + 1).post(`${CLIENT}/authenticate?method=password`, { body: credentials }),
+      submitLogin(spread(t + 1), started[0], { body: credentials }),
+      submitLogin(spread(t), started[1], { body: credentials }),
+    ]);
+    return { started, legacy: answers.slice(0, 2), oidc: answers.slice(2), answers };
+  }
+
+  /** The identity's sessions a session limit counts: live, with no second factor still owed. */
+  const countedSessions = async (identityId: string) =>
+    (
+      await sql.query(
+        'SELECT id FROM api_sessions WHERE identity_id = $1 AND expires_at > now() AND (NOT mfa_required OR mfa_complete)',
+        [identityId],
+      )
+    ).rows.map((r) => r.id as string);
+
+  const completedOidc = (r: { status: number; header(name: string): string | undefined }) =>
+    r.status === 303 && /[?&]code=/.test(r.header('location') ?? '');
+
+  test('4 parallel logins of one identity under max 2, evictOldest: every login succeeds, 2 sessions remain, the newest', async () => {
+    const policyId = await createPolicy({
+      name: 'race-two-evict',
+      sessions: { max: 2, onLimit: 'evictOldest' },
+    });
+    const user = await userWithPassword('limit-evict-racer', policyId);
+    trialsStart();
+    let exact = 0;
+    const notes: string[] = [];
+    // One trial at a time: the sessions before and after are compared.
+    for (let t = 0; t < TRIALS; t++) {
+      const before = new Set(await countedSessions(user.id));
+      const { legacy, oidc, answers } = await parallelLogins(user, t);
+      const after = await countedSessions(user.id);
+      const succeeded = legacy.every((r) => r.status === 200) && oidc.every(completedOidc);
+      if (succeeded && after.length === 2 && after.every((id) => !before.has(id))) exact++;
+      else notes.push(`trial ${t}: ${JSON.stringify(statuses(answers))}, ${after.length} session(s) counted`);
+    }
+    report('session limit, evictOldest (4 parallel, max 2)', exact, notes);
+    expect(exact).toBe(TRIALS);
+  });
+
+  test('4 parallel logins of one identity under max 2, refuse: exactly 2 succeed, 2 are refused', async () => {
+    const policyId = await createPolicy({ name: 'race-two-refuse', sessions: { max: 2, onLimit: 'refuse' } });
+    const user = await userWithPassword('limit-refuse-racer', policyId);
+    trialsStart();
+    let exact = 0;
+    const notes: string[] = [];
+    for (let t = 0; t < TRIALS; t++) {
+      const { started, legacy, oidc, answers } = await parallelLogins(user, t);
+      const counted = await countedSessions(user.id);
+      const won = legacy.filter((r) => r.status === 200).length + oidc.filter(completedOidc).length;
+      const refused = answers.filter(
+        (r) => r.status === 403 && r.body?.error?.code === 'SESSION_LIMIT_REACHED',
+      ).length;
+      if (won === 2 && refused === 2 && counted.length === 2) exact++;
+      else
+        notes.push(`trial ${t}: ${JSON.stringify(statuses(answers))}, ${counted.length} session(s) counted`);
+      // The winners log out, as their users would, so that the next trial starts from none.
+      for (const r of legacy.filter((l) => l.status === 200)) {
+        await spread(t).delete(`${CLIENT}/current-api-session`, {
+          headers: { 'svc-session': r.body.data.token },
+        });
+      }
+      for (const [i, r] of oidc.entries()) {
+        if (!completedOidc(r)) continue;
+        const callback = await followToCallback(spread(t), r);
+        const tokens = await exchangeCode(spread(t + 1), {
+          code: callback.code,
+          verifier: started[i]!.pkce.verifier,
+        });
+        await spread(t).delete(`${CLIENT}/current-api-session`, {
+          headers: { authorization: `Bearer ${tokens.body.access_token}` },
+        });
+      }
+      const left = await countedSessions(user.id);
+      if (left.length > 0) throw new Error(`trial ${t}: ${left.length} session(s) left after logging out`);
+    }
+    report('session limit, refuse (4 parallel, max 2)', exact, notes);
+    expect(exact).toBe(TRIALS);
+  });
+
   // Last: every trial publishes a key, and they stay published for the grace period.
   test('parallel key rotations: one new key', async () => {
     const keyCount = async () =>

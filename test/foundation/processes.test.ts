@@ -156,6 +156,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '014_mfa_enrollment_owner',
         '015_api_session_origin',
         '016_identity_permissions',
+        '017_policy_session_limit',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

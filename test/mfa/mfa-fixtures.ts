@@ -55,6 +55,7 @@ export async function createTotpPolicy(server: TestServer, id: string): Promise<
       name: id,
       primary: base.primary,
       secondary: { requireTotp: true, requireExtJwt: null },
+      sessions: base.sessions,
     }),
   );
   return id;

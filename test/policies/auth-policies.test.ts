@@ -22,6 +22,7 @@ const FRESH_DEFAULTS = {
     extJwt: { allowed: false, allowedSigners: [] },
   },
   secondary: { requireTotp: false, requireExtJwt: null },
+  sessions: { max: 0, onLimit: 'evictOldest' },
 };
 
 describe('auth policies', () => {
