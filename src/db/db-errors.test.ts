@@ -2,8 +2,9 @@ import { describe, expect, test } from '@jest/globals';
 import { isDatabaseUnavailable } from './db-errors.js';
 
 describe('isDatabaseUnavailable', () => {
-  test('connection loss, shutdown, timeouts and pool exhaustion are "unavailable"', () => {
+  test('connection loss, shutdown, timeouts, pool exhaustion and deadlock victims are "unavailable"', () => {
     const cases: unknown[] = [
+      Object.assign(new Error('deadlock detected'), { code: '40P01' }),
       Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
       Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
       Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }),

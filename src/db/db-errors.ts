@@ -16,10 +16,11 @@ export const isForeignKeyViolation = (err: unknown, constraint?: string): boolea
 /**
  * SQLSTATE classes and codes that say "the database cannot serve this now", not "this request is
  * wrong": connection exceptions (08), the server shutting down or starting (57P01–57P03), too many
- * connections (53300), a statement cancelled by `statement_timeout` (57014) or a lock wait given up
- * (55P03).
+ * connections (53300), a statement cancelled by `statement_timeout` (57014), a lock wait given up
+ * (55P03) or a transaction ended as a deadlock's victim (40P01: nothing of it was written, and the
+ * same request sent again succeeds).
  */
-const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '55P03']);
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '55P03', '40P01']);
 /** Socket-level failures of the driver reaching the server. */
 const UNAVAILABLE_SYSCALLS = new Set([
   'ECONNREFUSED',

@@ -7,7 +7,20 @@ export type AfterCommit = (hook: () => Promise<void> | void) => void;
 export interface TransactionOptions {
   /** The transaction deletes rows others may name: a foreign key violation means "still in use". */
   removes?: boolean;
+  /**
+   * Run `work` again from the start, up to this many times, when PostgreSQL ends the transaction
+   * as a deadlock's victim (nothing of it was written). For work that may meet a token request in
+   * flight: a refresh locks its refresh token, its login's rows and its API session in one
+   * statement, in an order no other writer can share, so ending a session may deadlock with it.
+   */
+  deadlockRetries?: number;
 }
+
+/** For ending sessions, which may meet a refresh of the same session in flight. */
+export const RETRY_DEADLOCKS: TransactionOptions = { deadlockRetries: 3 };
+
+/** PostgreSQL chose this transaction as the victim of a deadlock (SQLSTATE 40P01). */
+const isDeadlock = (err: unknown) => (err as { code?: unknown } | null)?.code === '40P01';
 
 /**
  * The one write path of the services: `work` runs in a transaction, known constraint violations
@@ -19,11 +32,19 @@ export async function inTransaction<T>(
   work: (trx: Knex.Transaction, afterCommit: AfterCommit) => Promise<T>,
   options: TransactionOptions = {},
 ): Promise<T> {
-  const hooks = new Set<() => Promise<void> | void>();
-  const result = await withConstraintErrors(
-    () => knex.transaction((trx) => work(trx, (hook) => hooks.add(hook))),
-    options,
-  );
-  for (const hook of hooks) await hook();
-  return result;
+  for (let attempt = 0; ; attempt++) {
+    const hooks = new Set<() => Promise<void> | void>();
+    let result: T;
+    try {
+      result = await withConstraintErrors(
+        () => knex.transaction((trx) => work(trx, (hook) => hooks.add(hook))),
+        options,
+      );
+    } catch (err) {
+      if (isDeadlock(err) && attempt < (options.deadlockRetries ?? 0)) continue;
+      throw err;
+    }
+    for (const hook of hooks) await hook();
+    return result;
+  }
 }

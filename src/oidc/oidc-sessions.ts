@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { inTransaction } from '../db/transaction.js';
+import { inTransaction, RETRY_DEADLOCKS } from '../db/transaction.js';
 import type { Db } from '../db/create-database.js';
 import {
   apiSessionsRepository,
@@ -175,10 +175,14 @@ export function createOidcSessions({
     async endGrant(grantId: string): Promise<void> {
       const stored = await oidcPayloadsRepository.find(knex, MODEL, grantId, now());
       const apiSessionId = (stored?.payload as { apiSessionId?: string } | undefined)?.apiSessionId;
-      await inTransaction(knex, async (trx, afterCommit) => {
-        await endGrantIn(trx, grantId, apiSessionId, { afterCommit, cause: 'grant-ended' });
-        afterCommit(revocations.afterCommit);
-      });
+      await inTransaction(
+        knex,
+        async (trx, afterCommit) => {
+          await endGrantIn(trx, grantId, apiSessionId, { afterCommit, cause: 'grant-ended' });
+          afterCommit(revocations.afterCommit);
+        },
+        RETRY_DEADLOCKS,
+      );
     },
 
     /**
@@ -187,22 +191,26 @@ export function createOidcSessions({
      * RFC 7009 revocation of one of its access tokens (`revoked`).
      */
     async endApiSession(apiSessionId: string, cause: 'logout' | 'revoked' = 'logout'): Promise<void> {
-      await inTransaction(knex, async (trx, afterCommit) => {
-        const ended = await endApiSessionIn(trx, apiSessionId, {
-          afterCommit,
-          cause: cause === 'logout' ? 'session-ended' : cause,
-        });
-        afterCommit(revocations.afterCommit);
-        // Already gone (ended elsewhere, or twice): its ending was recorded then.
-        if (!ended) return;
-        audit.recordAfterCommit(afterCommit, {
-          event: 'session.ended',
-          sessionId: apiSessionId,
-          kind: 'oidc',
-          identityId: ended.identityId,
-          cause,
-        });
-      });
+      await inTransaction(
+        knex,
+        async (trx, afterCommit) => {
+          const ended = await endApiSessionIn(trx, apiSessionId, {
+            afterCommit,
+            cause: cause === 'logout' ? 'session-ended' : cause,
+          });
+          afterCommit(revocations.afterCommit);
+          // Already gone (ended elsewhere, or twice): its ending was recorded then.
+          if (!ended) return;
+          audit.recordAfterCommit(afterCommit, {
+            event: 'session.ended',
+            sessionId: apiSessionId,
+            kind: 'oidc',
+            identityId: ended.identityId,
+            cause,
+          });
+        },
+        RETRY_DEADLOCKS,
+      );
     },
 
     endGrantRowsOf,

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/create-database.js';
-import { inTransaction, type AfterCommit } from '../db/transaction.js';
+import { inTransaction, RETRY_DEADLOCKS, type AfterCommit } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
 import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
@@ -63,11 +63,15 @@ export function createApiSessionEnding({
   return {
     /** An admin ends any session; 404 for an id no session has. */
     async endSession(sessionId: string): Promise<void> {
-      await inTransaction(knex, async (trx, afterCommit) => {
-        const session = await apiSessionsRepository.findById(trx, sessionId);
-        if (!session) throw new AppError('NOT_FOUND');
-        await endIn(trx, afterCommit, session, 'admin');
-      });
+      await inTransaction(
+        knex,
+        async (trx, afterCommit) => {
+          const session = await apiSessionsRepository.findById(trx, sessionId);
+          if (!session) throw new AppError('NOT_FOUND');
+          await endIn(trx, afterCommit, session, 'admin');
+        },
+        RETRY_DEADLOCKS,
+      );
     },
 
     /**
@@ -75,11 +79,15 @@ export function createApiSessionEnding({
      * unknown one (404), so that its ids cannot be probed.
      */
     async endOwnSession(identityId: string, sessionId: string): Promise<void> {
-      await inTransaction(knex, async (trx, afterCommit) => {
-        const session = await apiSessionsRepository.findById(trx, sessionId);
-        if (!session || session.identityId !== identityId) throw new AppError('NOT_FOUND');
-        await endIn(trx, afterCommit, session, 'self');
-      });
+      await inTransaction(
+        knex,
+        async (trx, afterCommit) => {
+          const session = await apiSessionsRepository.findById(trx, sessionId);
+          if (!session || session.identityId !== identityId) throw new AppError('NOT_FOUND');
+          await endIn(trx, afterCommit, session, 'self');
+        },
+        RETRY_DEADLOCKS,
+      );
     },
 
     /**
@@ -88,12 +96,16 @@ export function createApiSessionEnding({
      * Returns the ids of the sessions ended.
      */
     async endIdentitySessions(identityId: string): Promise<string[]> {
-      return inTransaction(knex, async (trx, afterCommit) => {
-        if (!(await identitiesRepository.findById(trx, identityId))) throw new AppError('NOT_FOUND');
-        const sessions = await apiSessionsRepository.findForIdentity(trx, identityId);
-        for (const session of sessions) await endIn(trx, afterCommit, session, 'admin');
-        return sessions.map((s) => s.id);
-      });
+      return inTransaction(
+        knex,
+        async (trx, afterCommit) => {
+          if (!(await identitiesRepository.findById(trx, identityId))) throw new AppError('NOT_FOUND');
+          const sessions = await apiSessionsRepository.findForIdentity(trx, identityId);
+          for (const session of sessions) await endIn(trx, afterCommit, session, 'admin');
+          return sessions.map((s) => s.id);
+        },
+        RETRY_DEADLOCKS,
+      );
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/create-database.js';
-import { inTransaction, type AfterCommit } from '../db/transaction.js';
+import { inTransaction, RETRY_DEADLOCKS, type AfterCommit } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
 import { apiSessionsRepository, type ApiSessionKind } from '../repositories/api-sessions-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
@@ -73,19 +73,24 @@ export function createSessionLimit({
       work: (trx: Knex.Transaction, afterCommit: AfterCommit) => Promise<T>,
       options: { excluding?: string } = {},
     ): Promise<T> {
-      return inTransaction(knex, async (trx, afterCommit) => {
-        const limit = await identitiesRepository.lockSessions(trx, identityId);
-        if (!limit) throw new AppError('INVALID_AUTH', { detail: 'identity deleted during the login' });
-        if (limit.max > 0) {
-          const counted = await apiSessionsRepository.countedFor(trx, identityId, now(), options.excluding);
-          const over = counted.length - limit.max + 1;
-          if (over > 0) {
-            if (limit.onLimit === 'refuse') throw sessionLimitReached();
-            for (const session of counted.slice(0, over)) await evict(trx, afterCommit, identityId, session);
+      return inTransaction(
+        knex,
+        async (trx, afterCommit) => {
+          const limit = await identitiesRepository.lockSessions(trx, identityId);
+          if (!limit) throw new AppError('INVALID_AUTH', { detail: 'identity deleted during the login' });
+          if (limit.max > 0) {
+            const counted = await apiSessionsRepository.countedFor(trx, identityId, now(), options.excluding);
+            const over = counted.length - limit.max + 1;
+            if (over > 0) {
+              if (limit.onLimit === 'refuse') throw sessionLimitReached();
+              for (const session of counted.slice(0, over))
+                await evict(trx, afterCommit, identityId, session);
+            }
           }
-        }
-        return work(trx, afterCommit);
-      });
+          return work(trx, afterCommit);
+        },
+        RETRY_DEADLOCKS,
+      );
     },
 
     /** The OIDC part ends an evicted OIDC session together with its grant's tokens. */
