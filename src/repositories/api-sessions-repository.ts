@@ -87,10 +87,15 @@ const insertBindings = (s: NewApiSession) => [
 
 /**
  * The sessions a session limit counts: live and fully authenticated (no second factor still owed),
- * oldest first. `id <> ?` leaves out the session whose MFA step is being completed.
+ * oldest first. `id <> ?` leaves out the session whose MFA step is being completed. The identity is
+ * held against deletion (FOR KEY SHARE) in the same statement: no row at all once it is gone, one
+ * row with a null id when it has no such session.
  */
 const COUNTED = fixedStatement(
-  `select "id", "kind" from "api_sessions" where "identity_id" = ? and "expires_at" > ? and ("mfa_required" = false or "mfa_complete" = true) and "id" <> ? order by "created_at", "id"`,
+  `with "held" as (select "id" from "identities" where "id" = ? for key share)
+   select "s"."id", "s"."kind" from "held" left join "api_sessions" "s" on "s"."identity_id" = "held"."id"
+     and "s"."expires_at" > ? and ("s"."mfa_required" = false or "s"."mfa_complete" = true) and "s"."id" <> ?
+   order by "s"."created_at", "s"."id"`,
 );
 
 /** A live API session as the lists show it: with its identity's name and its last activity. */
@@ -246,14 +251,20 @@ export const apiSessionsRepository = {
     await runFixed(db, INSERT, insertBindings(s));
   },
 
-  /** The identity's live, fully authenticated sessions, oldest first, but `excluding`. */
+  /** The identity's live, fully authenticated sessions, oldest first, but `excluding`; undefined once the identity is gone. */
   async countedFor(
     db: Db,
     identityId: string,
     now: Date,
     excluding = '',
-  ): Promise<{ id: string; kind: ApiSessionKind }[]> {
-    return runFixed<{ id: string; kind: ApiSessionKind }>(db, COUNTED, [identityId, now, excluding]);
+  ): Promise<{ id: string; kind: ApiSessionKind }[] | undefined> {
+    const rows = await runFixed<{ id: string | null; kind: ApiSessionKind | null }>(db, COUNTED, [
+      identityId,
+      now,
+      excluding,
+    ]);
+    if (rows.length === 0) return undefined;
+    return rows.flatMap((r) => (r.id && r.kind ? [{ id: r.id, kind: r.kind }] : []));
   },
 
   async findById(db: Db, id: string): Promise<ApiSession | undefined> {
@@ -295,7 +306,6 @@ export const apiSessionsRepository = {
     return row && toApiSession(row);
   },
 
-  /** Which of these identities have a live API session. */
   /** Per identity with a live API session, the latest expiry among its sessions. */
   async activeUntilAmong(db: Db, identityIds: string[], now: Date): Promise<Map<string, Date>> {
     if (identityIds.length === 0) return new Map();

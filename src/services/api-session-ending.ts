@@ -45,8 +45,9 @@ export function createApiSessionEnding({
     session: ApiSession,
     cause: SessionEndingCause,
   ): Promise<void> {
-    // The grant's rows before the API session: the order a token request updates them in, one
-    // statement (login-rows-repository.ts); the opposite order can deadlock with a refresh in flight.
+    // The grant's rows before the API session, the order a token request's statements mostly take;
+    // a refresh in flight may still deadlock with this, and the transaction then runs again
+    // (RETRY_DEADLOCKS).
     if (session.kind === 'oidc') await endGrantRows(trx, session.id);
     const ended = await revocations.revokeApiSession(trx, session.id, { afterCommit, cause });
     // Gone meanwhile: whatever ended it first recorded the ending.

@@ -2,13 +2,21 @@ import type { Knex } from 'knex';
 import type { Db } from '../db/create-database.js';
 import { inTransaction, RETRY_DEADLOCKS, type AfterCommit } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
-import { apiSessionsRepository, type ApiSessionKind } from '../repositories/api-sessions-repository.js';
+import {
+  apiSessionsRepository,
+  type ApiSession,
+  type ApiSessionKind,
+} from '../repositories/api-sessions-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import type { RevocationService, RevokeOptions } from './revocation-service.js';
 
 /** Ends an OIDC API session and its grant in the caller's transaction (the OIDC part provides it). */
-export type OidcSessionEnder = (trx: Db, apiSessionId: string, options: RevokeOptions) => Promise<unknown>;
+export type OidcSessionEnder = (
+  trx: Db,
+  apiSessionId: string,
+  options: RevokeOptions,
+) => Promise<ApiSession | undefined>;
 
 export interface SessionLimitDeps {
   knex: Knex;
@@ -38,9 +46,7 @@ export function createSessionLimit({
   now = () => new Date(),
 }: SessionLimitDeps) {
   // Until the OIDC part registers its own, an OIDC session ends like any other (no grant to end).
-  let endOidcSession: OidcSessionEnder = async (trx, id, options) => {
-    await revocations.revokeApiSession(trx, id, options);
-  };
+  let endOidcSession: OidcSessionEnder = (trx, id, options) => revocations.revokeApiSession(trx, id, options);
 
   async function evict(
     trx: Db,
@@ -49,8 +55,12 @@ export function createSessionLimit({
     session: { id: string; kind: ApiSessionKind },
   ): Promise<void> {
     const options = { afterCommit, cause: 'limit' };
-    if (session.kind === 'oidc') await endOidcSession(trx, session.id, options);
-    else await revocations.revokeApiSession(trx, session.id, options);
+    const ended =
+      session.kind === 'oidc'
+        ? await endOidcSession(trx, session.id, options)
+        : await revocations.revokeApiSession(trx, session.id, options);
+    // Gone meanwhile: whatever ended it first recorded the ending.
+    if (!ended) return;
     audit.recordAfterCommit(afterCommit, {
       event: 'session.ended',
       sessionId: session.id,
@@ -76,10 +86,14 @@ export function createSessionLimit({
       return inTransaction(
         knex,
         async (trx, afterCommit) => {
+          const deleted = () => new AppError('INVALID_AUTH', { detail: 'identity deleted during the login' });
           const limit = await identitiesRepository.lockSessions(trx, identityId);
-          if (!limit) throw new AppError('INVALID_AUTH', { detail: 'identity deleted during the login' });
+          if (!limit) throw deleted();
           if (limit.max > 0) {
+            // The lock statement read the identity before its lock was granted; the count holds it
+            // against deletion from here on, or finds it deleted meanwhile.
             const counted = await apiSessionsRepository.countedFor(trx, identityId, now(), options.excluding);
+            if (!counted) throw deleted();
             const over = counted.length - limit.max + 1;
             if (over > 0) {
               if (limit.onLimit === 'refuse') throw sessionLimitReached();

@@ -12,6 +12,7 @@ import {
   type TokenSet,
 } from '../helpers/oidc-client.js';
 import { statementsOf } from '../helpers/sql-statements.js';
+import { testWithPostgres } from '../helpers/test-database.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { CLIENT, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
@@ -54,6 +55,32 @@ describe('session limit of auth policies', () => {
 
   const oidcTokens = async (user: TestUser): Promise<TokenSet> =>
     (await oidcPasswordLogin(server.client, user.username, user.password)).tokens;
+
+  testWithPostgres(
+    'an identity deleted while its login waits for the limit is refused with 401, not 500',
+    async () => {
+      const policy = await createPolicy(api, 'deleted-while-waiting', { sessions: { max: 1 } });
+      const user = await createUser(server, 'deleted-while-waiting-user', policy);
+      // Another login of the identity in flight holds its session-limit lock.
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holder = server.app.knex.transaction(async (trx) => {
+        await trx.raw(`select pg_advisory_xact_lock(hashtext('svc:sessions:' || ?))`, [user.id]);
+        locked();
+        await released;
+      });
+      await isLocked;
+      const waiting = login(server, user);
+      await new Promise((r) => setTimeout(r, 300)); // the login is waiting for the lock
+      expect((await api.delete(`/identities/${user.id}`)).status).toBe(200);
+      release();
+      await holder;
+      const res = await waiting;
+      expect(res.status).toBe(401);
+    },
+  );
 
   test('the default policy and a new one have no limit: every session of an identity stays usable', async () => {
     expect((await api.get('/auth-policies/default')).body.data.sessions).toEqual({
