@@ -259,7 +259,8 @@ describe('Dockerfile', () => {
     expect(runtime).toMatch(/SVC_ADDRESS=0\.0\.0\.0:1280/);
     expect(runtime).toMatch(/SVC_DATA_DIR=\/var\/lib\/svc/);
     expect(runtime).toMatch(/NODE_ENV=production/);
-    expect(runtime).toMatch(/^CMD \["node", "dist\/src\/main\.js"\]$/m);
+    // The controller itself, with its heap options (test/foundation/heap-options.test.ts).
+    expect(runtime).toMatch(/^CMD \["node", ("--[a-z-]+=\d+", )+"dist\/src\/main\.js"\]$/m);
   });
 
   test('has a HEALTHCHECK', () => {
