@@ -54,7 +54,10 @@ const UPSERT = fixedStatement(UPSERT_SQL);
 const FIND = fixedStatement(
   `select "payload", "consumed_at" from "oidc_payloads" where "model" = ? and ("expires_at" is null or "expires_at" > ?) and "id" = ? limit 1`,
 );
-/** Newest row wins: parallel logins may have produced duplicate uids (oidc-provider issue 1145). */
+/**
+ * Newest row wins: parallel logins may have produced duplicate uids
+ * (https://github.com/panva/node-oidc-provider/issues/1145).
+ */
 const FIND_BY_UID = fixedStatement(
   `select "payload", "consumed_at" from "oidc_payloads" where "model" = ? and ("expires_at" is null or "expires_at" > ?) and "uid" = ? order by "expires_at" desc limit 1`,
 );
