@@ -7,7 +7,7 @@ import {
   type NewApiSession,
 } from '../repositories/api-sessions-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
-import { NO_AUDIT, type AuditTrail } from '../services/audit-trail.js';
+import { NO_AUDIT, recordSessionEnded, type AuditTrail } from '../services/audit-trail.js';
 import { loginRowsEnd } from './login-lifetime.js';
 import type { RevocationService, RevokeOptions } from '../services/revocation-service.js';
 
@@ -201,13 +201,7 @@ export function createOidcSessions({
           afterCommit(revocations.afterCommit);
           // Already gone (ended elsewhere, or twice): its ending was recorded then.
           if (!ended) return;
-          audit.recordAfterCommit(afterCommit, {
-            event: 'session.ended',
-            sessionId: apiSessionId,
-            kind: 'oidc',
-            identityId: ended.identityId,
-            cause,
-          });
+          recordSessionEnded(audit, afterCommit, ended, cause);
         },
         RETRY_DEADLOCKS,
       );

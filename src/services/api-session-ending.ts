@@ -4,7 +4,7 @@ import { inTransaction, RETRY_DEADLOCKS, type AfterCommit } from '../db/transact
 import { AppError } from '../errors/app-error.js';
 import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
-import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { NO_AUDIT, recordSessionEnded, type AuditTrail } from './audit-trail.js';
 import type { RevocationService } from './revocation-service.js';
 
 /**
@@ -52,13 +52,7 @@ export function createApiSessionEnding({
     const ended = await revocations.revokeApiSession(trx, session.id, { afterCommit, cause });
     // Gone meanwhile: whatever ended it first recorded the ending.
     if (!ended) return;
-    audit.recordAfterCommit(afterCommit, {
-      event: 'session.ended',
-      sessionId: session.id,
-      kind: session.kind,
-      identityId: session.identityId,
-      cause,
-    });
+    recordSessionEnded(audit, afterCommit, session, cause);
   }
 
   return {

@@ -26,6 +26,29 @@ export interface AuditEvent {
 
 export type AuditListener = (event: AuditEvent) => void;
 
+/** An API session that ended, as its `session.ended` event names it. */
+export interface EndedSession {
+  id: string;
+  kind: string;
+  identityId: string;
+}
+
+/** One `session.ended` event, once the transaction commits: which session, whose, and why. */
+export function recordSessionEnded(
+  audit: AuditTrail,
+  afterCommit: AfterCommit,
+  session: EndedSession,
+  cause: string | undefined,
+): void {
+  audit.recordAfterCommit(afterCommit, {
+    event: 'session.ended',
+    sessionId: session.id,
+    kind: session.kind,
+    identityId: session.identityId,
+    ...(cause !== undefined && { cause }),
+  });
+}
+
 /**
  * Writes each event as one structured log line (`event` field) and hands it to in-process
  * listeners (metrics count from the same events, so the two never disagree). The request id,

@@ -3,7 +3,7 @@ import type { AfterCommit } from '../db/transaction.js';
 import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
 import { identitiesRepository, type IdentityChanges } from '../repositories/identities-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
-import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { NO_AUDIT, recordSessionEnded, type AuditTrail } from './audit-trail.js';
 
 // A facts event only has to outlive the identity facts cache (services/identity-context.ts, 300 s):
 // an instance that misses it for longer has reloaded the facts anyway.
@@ -84,15 +84,8 @@ export function createRevocationService(deps: RevocationServiceDeps) {
     sessions: Pick<ApiSession, 'id' | 'kind'>[],
   ): void {
     if (!options.afterCommit) return;
-    for (const s of sessions) {
-      audit.recordAfterCommit(options.afterCommit, {
-        event: 'session.ended',
-        sessionId: s.id,
-        kind: s.kind,
-        identityId,
-        ...(options.cause !== undefined && { cause: options.cause }),
-      });
-    }
+    for (const s of sessions)
+      recordSessionEnded(audit, options.afterCommit, { ...s, identityId }, options.cause);
   }
 
   return {

@@ -8,7 +8,7 @@ import {
   type ApiSessionKind,
 } from '../repositories/api-sessions-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
-import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { NO_AUDIT, recordSessionEnded, type AuditTrail } from './audit-trail.js';
 import type { RevocationService, RevokeOptions } from './revocation-service.js';
 
 /** Ends an OIDC API session and its grant in the caller's transaction (the OIDC part provides it). */
@@ -61,13 +61,7 @@ export function createSessionLimit({
         : await revocations.revokeApiSession(trx, session.id, options);
     // Gone meanwhile: whatever ended it first recorded the ending.
     if (!ended) return;
-    audit.recordAfterCommit(afterCommit, {
-      event: 'session.ended',
-      sessionId: session.id,
-      kind: session.kind,
-      identityId,
-      cause: 'limit',
-    });
+    recordSessionEnded(audit, afterCommit, ended, 'limit');
   }
 
   return {

@@ -5,7 +5,7 @@ import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import { newId, newToken, sha256Hex } from '../crypto/random.js';
 import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
-import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { NO_AUDIT, recordSessionEnded, type AuditTrail } from './audit-trail.js';
 import type { RevocationService } from './revocation-service.js';
 import type { SessionLimit } from '../repositories/auth-policies-repository.js';
 import type { SessionLimitService } from './session-limit.js';
@@ -189,16 +189,7 @@ export function createSessionService({
       forget(sessionId);
       await inTransaction(db, async (trx, afterCommit) => {
         const ended = await revocations.revokeApiSession(trx, sessionId, { afterCommit, cause: 'logout' });
-        if (ended) {
-          const event = {
-            event: 'session.ended',
-            sessionId,
-            kind: 'legacy',
-            identityId: ended.identityId,
-            cause: 'logout',
-          };
-          audit.recordAfterCommit(afterCommit, event);
-        }
+        if (ended) recordSessionEnded(audit, afterCommit, ended, 'logout');
       });
     },
 

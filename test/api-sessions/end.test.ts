@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { importJWK, SignJWT } from 'jose';
-import { pino } from 'pino';
+import { capturedAuditLog } from '../helpers/audit-log.js';
 import type { TestResponse } from '../helpers/https-client.js';
 import { passwordLogin as oidcPasswordLogin, refreshTokens, type TokenSet } from '../helpers/oidc-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
@@ -13,8 +13,6 @@ import {
 } from '../identities/identity-fixtures.js';
 import { currentSigningJwk, payloadOf } from '../oidc/oidc-fixtures.js';
 
-type Line = Record<string, any>;
-
 /**
  * Ending API sessions as a user notices it: an admin ends one session or all of an identity's, an
  * identity ends one of its own, a client revokes an access token (RFC 7009). Whatever the way,
@@ -22,25 +20,18 @@ type Line = Record<string, any>;
  * longer refreshes; the audit trail names why.
  */
 describe('ending API sessions', () => {
-  const raw: string[] = [];
+  const log = capturedAuditLog();
   let server: TestServer;
   let api: ManagementApi;
   let adminId: string;
 
-  const auditEvents = (): Line[] =>
-    raw
-      .join('')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Line)
-      .filter((l) => l.audit === true);
+  const auditEvents = log.events;
   /** The `session.ended` events of the request that got `res`. */
   const endedBy = (res: TestResponse) =>
     auditEvents().filter((e) => e.event === 'session.ended' && e.requestId === res.header('request-id'));
 
   beforeAll(async () => {
-    const logger = pino({ level: 'info' }, { write: (chunk: string) => void raw.push(chunk) });
-    server = await startTestServer({ logger });
+    server = await startTestServer({ logger: log.logger });
     const token = await server.adminToken();
     api = managementApi(server, token);
     adminId = (await api.get('/current-identity')).body.data.id;

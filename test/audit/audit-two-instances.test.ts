@@ -1,24 +1,9 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { pino } from 'pino';
+import { capturedAuditLog as capturedLog } from '../helpers/audit-log.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { describeWithPostgres } from '../helpers/test-database.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { createIdentity, managementApi } from '../identities/identity-fixtures.js';
-
-type Line = Record<string, any>;
-
-function capturedLog() {
-  const raw: string[] = [];
-  const logger = pino({ level: 'info' }, { write: (chunk: string) => void raw.push(chunk) });
-  const events = (): Line[] =>
-    raw
-      .join('')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Line)
-      .filter((l) => l.audit === true);
-  return { logger, events };
-}
 
 /** What the fault tests cross-check: a revocation published by one instance is received by the other. */
 describeWithPostgres('audit trail across two instances', () => {

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { pino } from 'pino';
 import { expectError } from '../helpers/expect-error.js';
 import type { TestResponse } from '../helpers/https-client.js';
 import {
@@ -12,6 +11,7 @@ import {
   type TokenSet,
 } from '../helpers/oidc-client.js';
 import { statementsOf } from '../helpers/sql-statements.js';
+import { capturedAuditLog } from '../helpers/audit-log.js';
 import { testWithPostgres } from '../helpers/test-database.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
@@ -24,20 +24,13 @@ import { createPolicy, partialLogin, postTotp } from '../second-factors/factor-f
  * and an operator see it: which logins succeed, which tokens stop working, what the log says.
  */
 describe('session limit of auth policies', () => {
-  const raw: string[] = [];
-  const auditEvents = () =>
-    raw
-      .join('')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, any>)
-      .filter((l) => l.audit === true);
+  const log = capturedAuditLog();
+  const auditEvents = log.events;
   let server: TestServer;
   let api: ManagementApi;
 
   beforeAll(async () => {
-    const logger = pino({ level: 'info' }, { write: (chunk: string) => void raw.push(chunk) });
-    server = await startTestServer({ logger });
+    server = await startTestServer({ logger: log.logger });
     api = managementApi(server, await server.adminToken());
   }, 180_000);
   afterAll(() => server?.close());
