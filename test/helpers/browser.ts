@@ -127,6 +127,9 @@ export async function watchedPage(
 
 /** What a phone user and a screen reader depend on, read from the rendered page. */
 export async function layoutFacts(page: Page) {
+  // Chromium moves focus to an `autofocus` field during a rendering update after the load, not
+  // at the load itself; after two animation frames that update has run.
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   return page.evaluate(() => ({
     viewport: document.querySelector('meta[name=viewport]')?.getAttribute('content') ?? null,
     lang: document.documentElement.lang,
