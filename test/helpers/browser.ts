@@ -127,9 +127,18 @@ export async function watchedPage(
 
 /** What a phone user and a screen reader depend on, read from the rendered page. */
 export async function layoutFacts(page: Page) {
-  // Chromium moves focus to an `autofocus` field during a rendering update after the load, not
-  // at the load itself; after two animation frames that update has run.
-  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  // Chromium moves focus to an `autofocus` field at a rendering update after the load, not at the
+  // load itself: wait (briefly) for that move, so the focus read below is the settled one.
+  await page
+    .waitForFunction(
+      () => {
+        const wanted = document.querySelector('[autofocus]');
+        return !wanted || document.activeElement === wanted;
+      },
+      undefined,
+      { timeout: 2000 },
+    )
+    .catch(() => undefined);
   return page.evaluate(() => ({
     viewport: document.querySelector('meta[name=viewport]')?.getAttribute('content') ?? null,
     lang: document.documentElement.lang,
