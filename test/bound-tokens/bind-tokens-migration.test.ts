@@ -50,9 +50,9 @@ describe('primary.cert.bindTokens across the upgrade (migration 018_policy_bind_
           [customId!, false],
         ].sort(),
       );
-      expect((await api.get(`/auth-policies/${created.body.data.id}`)).body.data.primary.cert.bindTokens).toBe(
-        true,
-      );
+      expect(
+        (await api.get(`/auth-policies/${created.body.data.id}`)).body.data.primary.cert.bindTokens,
+      ).toBe(true);
       // The device is under `default`, upgraded to unbound tokens: usable without its certificate.
       expect(payloadOf(tokens.access_token).cnf).toBeUndefined();
       const call = await upgraded.client.get('/edge/client/v1/current-identity', {

@@ -3,7 +3,12 @@ import * as oc from 'openid-client';
 import { generateClientKeyAndCsr } from '../../src/crypto/pki.js';
 import type { HttpsClient } from '../helpers/https-client.js';
 import type { TestServer } from '../helpers/test-server.js';
-import { CLIENT, createIdentity, identityDetail, type ManagementApi } from '../identities/identity-fixtures.js';
+import {
+  CLIENT,
+  createIdentity,
+  identityDetail,
+  type ManagementApi,
+} from '../identities/identity-fixtures.js';
 import { discoverClient, issuerOf } from '../oidc/oidc-fixtures.js';
 
 export const REDIRECT_URI = 'http://localhost:8123/auth/callback';

@@ -21,8 +21,7 @@ import {
 } from './bound-fixtures.js';
 
 const INVALID = 'Bearer realm="svc-oidc", error="invalid", error_description="token is invalid"';
-const INVALID_TOKEN =
-  'Bearer realm="svc-oidc", error="invalid_token", error_description="token is invalid"';
+const INVALID_TOKEN = 'Bearer realm="svc-oidc", error="invalid_token", error_description="token is invalid"';
 
 describe('certificate-bound tokens (RFC 8705 §3) from certificate logins', () => {
   let server: TestServer;
@@ -108,7 +107,10 @@ describe('certificate-bound tokens (RFC 8705 §3) from certificate logins', () =
     const refreshToken = tokens.refresh_token!;
 
     const without = await refreshTokens(server.client, refreshToken);
-    const withOther = await refreshTokens(server.newClient({ cert: other.cert, key: other.key }), refreshToken);
+    const withOther = await refreshTokens(
+      server.newClient({ cert: other.cert, key: other.key }),
+      refreshToken,
+    );
     const viaOpenidClient = await oauthErrorOf(oc.refreshTokenGrant(await clientWith(), refreshToken));
 
     for (const refused of [without, withOther]) {
@@ -164,10 +166,18 @@ describe('certificate-bound tokens (RFC 8705 §3) from certificate logins', () =
     const device = await enrolledDevice(server, api, 'bound-reenrolled');
     const old = await boundLogin(device);
     // Re-enrollment: the old certificate authenticator goes, a new OTT enrollment gives a new certificate.
-    const authenticators = await api.get(`/authenticators?filter=${encodeURIComponent(`identityId = "${device.id}"`)}`);
-    for (const a of authenticators.body.data) expect((await api.delete(`/authenticators/${a.id}`)).status).toBe(200);
-    expect((await api.post('/enrollments', { body: { method: 'ott', identityId: device.id } })).status).toBe(201);
-    const renewed: Device = { id: device.id, ...(await enrollOtt(server, api, device.id, 'bound-reenrolled')) };
+    const authenticators = await api.get(
+      `/authenticators?filter=${encodeURIComponent(`identityId = "${device.id}"`)}`,
+    );
+    for (const a of authenticators.body.data)
+      expect((await api.delete(`/authenticators/${a.id}`)).status).toBe(200);
+    expect((await api.post('/enrollments', { body: { method: 'ott', identityId: device.id } })).status).toBe(
+      201,
+    );
+    const renewed: Device = {
+      id: device.id,
+      ...(await enrollOtt(server, api, device.id, 'bound-reenrolled')),
+    };
     const newConnection = server.newClient({ cert: renewed.cert, key: renewed.key });
 
     const call = await currentIdentity(newConnection, old.tokens.access_token);
@@ -202,7 +212,9 @@ describe('certificate-bound tokens (RFC 8705 §3) from certificate logins', () =
   test('primary.cert.bindTokens: new policies bind, a policy set to false issues unbound tokens, and tokens issued unbound stay unbound', async () => {
     const created = await api.post('/auth-policies', { body: { name: 'binds-by-default' } });
     const defaults = await api.get('/auth-policies/default');
-    expect((await api.get(`/auth-policies/${created.body.data.id}`)).body.data.primary.cert.bindTokens).toBe(true);
+    expect((await api.get(`/auth-policies/${created.body.data.id}`)).body.data.primary.cert.bindTokens).toBe(
+      true,
+    );
     expect(defaults.body.data.primary.cert.bindTokens).toBe(true);
     const unbound = await api.post('/auth-policies', {
       body: { name: 'unbound-certs', primary: { cert: { bindTokens: false } } },

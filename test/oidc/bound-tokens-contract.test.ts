@@ -5,7 +5,12 @@ import { passwordLogin, refreshTokens } from '../helpers/oidc-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME } from '../helpers/test-server.js';
 import { managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
-import { certLoginToCallback, deviceClient, enrolledDevice, exchange } from '../bound-tokens/bound-fixtures.js';
+import {
+  certLoginToCallback,
+  deviceClient,
+  enrolledDevice,
+  exchange,
+} from '../bound-tokens/bound-fixtures.js';
 import { payloadOf } from './oidc-fixtures.js';
 
 /**

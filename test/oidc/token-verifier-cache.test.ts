@@ -105,7 +105,9 @@ describe('the cache of verified access tokens', () => {
     for (const t of tokens) await small.bearer.verify([t], undefined);
     // Swapping the key under the same kid shows which tokens are still served from the cache.
     small.setKeys([(await rsaKey('k1')).jwk]);
-    await expect(small.bearer.verify([tokens[0]!], undefined)).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    await expect(small.bearer.verify([tokens[0]!], undefined)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+    });
     await expect(small.bearer.verify([tokens[2]!], undefined)).resolves.toBeTruthy();
   });
 });
