@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as oc from 'openid-client';
 import { expectError } from '../helpers/expect-error.js';
-import { passwordLogin as oidcPasswordLogin, refreshTokens } from '../helpers/oidc-client.js';
+import {
+  exchangeCode,
+  followToCallback,
+  passwordLogin as oidcPasswordLogin,
+  refreshTokens,
+  startAuthorization,
+  submitLogin,
+} from '../helpers/oidc-client.js';
+import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   CLIENT,
@@ -236,5 +244,44 @@ describe('certificate-bound tokens (RFC 8705 §3) from certificate logins', () =
     expect(refreshed.status).toBe(200);
     expect(payloadOf(refreshed.body.access_token).cnf).toBeUndefined();
     expect(payloadOf(next.tokens.access_token).cnf).toEqual({ 'x5t#S256': device.thumbprint });
+  });
+
+  test('a certificate login that finishes with TOTP over another connection is bound to the certificate of its primary step', async () => {
+    const device = await enrolledDevice(server, api, 'bound-totp-device');
+    const mtls = server.newClient({ cert: device.cert, key: device.key });
+    // TOTP enrolled through a legacy session of the certificate, then a policy that requires it.
+    const session = await mtls.post(`${CLIENT}/authenticate?method=cert`);
+    const headers = { 'svc-session': session.body.data.token as string };
+    const mfa = await server.client.post(`${CLIENT}/current-identity/mfa`, { headers });
+    const step = timeStepAt();
+    const url = mfa.body.data.provisioningUrl as string;
+    const verified = await server.client.post(`${CLIENT}/current-identity/mfa/verify`, {
+      headers,
+      body: { code: await totpCode(url, step) },
+    });
+    expect(verified.status).toBe(200);
+    const policy = await api.post('/auth-policies', {
+      body: { name: 'cert-then-totp', secondary: { requireTotp: true } },
+    });
+    expect(
+      (await api.patch(`/identities/${device.id}`, { body: { authPolicyId: policy.body.data.id } })).status,
+    ).toBe(200);
+
+    const started = await startAuthorization(mtls, { method: 'cert' });
+    const owes = await submitLogin(mtls, started, { body: {} });
+    // The second step from a connection without any certificate (a browser, say).
+    const totp = await server.client.post('/oidc/login/totp', {
+      body: { id: started.authRequestId, code: await totpCode(url, step + 1) },
+    });
+    const callback = await followToCallback(server.client, totp);
+    const exchanged = await exchangeCode(mtls, { code: callback.code, verifier: started.pkce.verifier });
+
+    expect(owes.status).toBe(200);
+    expect(exchanged.status).toBe(200);
+    expect(payloadOf(exchanged.body.access_token)).toMatchObject({
+      amr: expect.arrayContaining(['cert', 'mfa']),
+      cnf: { 'x5t#S256': device.thumbprint },
+    });
+    expect((await currentIdentity(server.client, exchanged.body.access_token)).status).toBe(401);
   });
 });
