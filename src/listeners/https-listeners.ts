@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { cipherString } from '../config/tls-ciphers.js';
 import type { PkiMaterial } from '../services/pki-service.js';
 import { listenWithProxyProtocol, type ProxyProtocolOptions } from './proxy-listener.js';
@@ -65,6 +66,10 @@ export async function listenHttps(
     handshakeTimeout: options.handshakeTimeoutMs,
   });
   server.on('request', options.onRequest);
+  // A connection keeps the client certificate of its handshake: certificate-bound tokens are
+  // checked against it once per connection (services/auth/connection-certificate.ts). TLS 1.3 has
+  // no renegotiation; this refuses it on TLS 1.2, where it could present another certificate.
+  server.on('secureConnection', (socket: TLSSocket) => socket.disableRenegotiation());
   // None of the limits above covers waiting to write: a client that pipelines requests for large
   // answers and never reads would hold its connection, and the answers buffered for it, forever.
   // Node's socket timeout counts reads and writes alike (a write still in progress that moved

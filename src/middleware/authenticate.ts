@@ -37,7 +37,7 @@ export function authenticate(resolver: PrincipalResolver, options: AuthenticateO
     const tokens = bearerTokens(ctx.get('authorization'));
     let principal: Principal;
     if (sessionToken) principal = await resolver.session(sessionToken);
-    else if (tokens.length > 0) principal = await resolver.bearer.verify(tokens);
+    else if (tokens.length > 0) principal = await resolver.bearer.verify(tokens, ctx.req.socket);
     else throw new AppError('UNAUTHORIZED', { challenges: challenges.missing() });
 
     if (principal.mfaPending && !options.allowMfaPending) {

@@ -3,6 +3,7 @@ import type { Identity } from '../repositories/identities-repository.js';
 import { isForeignKeyViolation } from '../db/db-errors.js';
 import { isDisabled } from '../services/auth/identity-status.js';
 import type { RevocationState } from '../services/revocation-state.js';
+import { presentedCertificateThumbprint } from '../services/auth/connection-certificate.js';
 import { currentRequestScope } from '../services/request-scope.js';
 import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
@@ -51,6 +52,22 @@ function originOfResult(ctx: KoaContextWithOIDC): SessionOrigin {
 }
 
 /**
+ * RFC 8705 §3: the code of a grant bound to a certificate is exchanged, and its refresh tokens
+ * redeemed, only over a connection presenting that certificate. The provider loads the account
+ * before it rotates a refresh token (pinned by test/oidc/bound-tokens-contract.test.ts), so a
+ * refusal leaves the refresh token usable; a code is already used up by then, as any code whose
+ * exchange fails after its redemption. Not the provider's own mTLS binding: that is per client,
+ * and would demand a certificate of every login of `svc`.
+ */
+function assertBoundCertificate(ctx: KoaContextWithOIDC, facts: LoginFacts): void {
+  if (facts.certThumbprint === undefined) return;
+  if (presentedCertificateThumbprint(ctx.req?.socket) === facts.certThumbprint) return;
+  throw new errors.InvalidGrant(
+    'the tokens of this grant are bound to a client certificate this connection did not present',
+  );
+}
+
+/**
  * The provider's view of identities and of our login facts: accounts, token claims and the
  * grant policy of the first-party client.
  */
@@ -89,6 +106,7 @@ export function createAccountPolicy({
       if (!facts || identity.tokenGeneration > facts.tokenGeneration) return undefined;
       if (revocations?.isSessionRevoked(facts.apiSessionId)) return undefined;
       if (revocations?.isIdentityTokenRevoked(sub, facts.tokenGeneration)) return undefined;
+      assertBoundCertificate(ctx, facts);
     }
     const account: Account = {
       accountId: sub,
@@ -101,7 +119,7 @@ export function createAccountPolicy({
     return account;
   };
 
-  /** Our `z_` claims (docs/adr/0002-oidc-login-state.md), the same across refreshes of one grant. */
+  /** Our `z_` claims (docs/adr/0002-oidc-login-state.md), the same across refreshes of one grant; `cnf` for a bound grant. */
   async function extraTokenClaims(ctx: KoaContextWithOIDC, token: { kind: string; grantId?: string }) {
     if (token.kind !== 'AccessToken' || !token.grantId) return undefined;
     const facts = await factsOf(ctx, token.grantId);
@@ -115,6 +133,7 @@ export function createAccountPolicy({
       z_t: 'a',
       z_ice: facts.isCertExtendable,
       [GENERATION_CLAIM]: facts.tokenGeneration,
+      ...(facts.certThumbprint ? { cnf: { 'x5t#S256': facts.certThumbprint } } : {}),
     };
   }
 

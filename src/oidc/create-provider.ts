@@ -219,6 +219,9 @@ function configuration(o: ProviderOptions): Configuration {
     // Our own route, not the provider's introspection feature (src/oidc/token-introspection.ts).
     discovery: {
       introspection_endpoint: `${o.issuer}${INTROSPECTION_ROUTE}`,
+      // Certificate logins yield certificate-bound tokens (RFC 8705 §3.3), by our own binding
+      // (account-policy.ts), not the provider's per-client mTLS feature.
+      tls_client_certificate_bound_access_tokens: true,
       svc_login_endpoints: loginEndpointsOf(o.issuer),
     },
   };

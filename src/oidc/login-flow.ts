@@ -124,6 +124,20 @@ function requestedConfigTypes(params: Record<string, unknown>): string[] {
   }
 }
 
+/**
+ * RFC 8705 §3: a login whose primary step was a client certificate, under a policy that binds
+ * tokens, binds its tokens to that certificate; the policy as it is when the login completes.
+ */
+function boundCertificate(state: LoginState, policy: AuthPolicy): Pick<LoginFacts, 'certThumbprint'> {
+  const bind = state.method === 'cert' && state.certThumbprint && policy.primary.cert.bindTokens;
+  return bind ? { certThumbprint: state.certThumbprint } : {};
+}
+
+function stateWithoutThumbprint(state: LoginState): Omit<LoginState, 'certThumbprint'> {
+  const { certThumbprint: _bound, ...rest } = state;
+  return rest;
+}
+
 export function createLoginFlow(deps: LoginFlowDeps) {
   const now = deps.now ?? (() => new Date());
 
@@ -213,6 +227,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       configTypes: step.configTypes ?? requestedConfigTypes(pending.params),
       isCertExtendable: result.isCertExtendable,
       authTime: Math.floor(now().getTime() / 1000),
+      ...(step.name === 'cert' && result.certThumbprint ? { certThumbprint: result.certThumbprint } : {}),
       satisfied: [...new Set(['primary', ...(previous?.satisfied ?? [])])],
       credentials: [
         ...new Set([credentialName(step.name, result.signerId), ...(previous?.credentials ?? [])]),
@@ -297,6 +312,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       isAdmin: identity.isAdmin,
       tokenGeneration: identity.tokenGeneration,
       authTime: state.authTime,
+      ...boundCertificate(state, policy),
     };
     // One completion per auth request, decided by one conditional statement that marks its row
     // consumed. The row stays (the janitor removes it when it expires): a step of the same auth
@@ -326,7 +342,8 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     pending.interaction.result = {
       login: { accountId: identity.id, amr, ts: state.authTime, remember: false },
       consent: {},
-      svc: { ...state, ...facts },
+      // The facts decide the binding: the state's thumbprint does not outlive a policy that binds nothing.
+      svc: { ...stateWithoutThumbprint(state), ...facts },
     };
     // Not written back: the resume below reads it from this request (completed-logins.ts).
     const { payload } = await pending.interaction.getValueAndPayload();

@@ -14,6 +14,11 @@ export interface LoginState {
   isCertExtendable: boolean;
   /** Epoch seconds of the primary authentication (`auth_time`). */
   authTime: number;
+  /**
+   * `x5t#S256` of the client certificate of a `cert` primary step: the tokens are bound to it
+   * when the policy says so (`primary.cert.bindTokens`), whatever connection later steps use.
+   */
+  certThumbprint?: string;
   /** Factors satisfied for this auth request, e.g. `primary`, `totp`, `secondary-ext-jwt`. */
   satisfied: string[];
   /**

@@ -32,6 +32,13 @@ export interface LoginFacts {
    * Absent from logins stored before it was kept (they are redeemed at any issuer).
    */
   issuer?: string;
+  /**
+   * `x5t#S256` of the client certificate the grant's tokens are bound to (RFC 8705 §3): its code
+   * is exchanged and its refresh tokens redeemed only over a connection presenting it, and its
+   * access tokens carry it as `cnf`. Absent: unbound (other login methods, policies that do not
+   * bind, logins stored before binding existed).
+   */
+  certThumbprint?: string;
 }
 
 const MODEL = 'SvcLogin';
@@ -238,6 +245,7 @@ const factsOnly = (f: LoginFacts): LoginFacts => ({
   tokenGeneration: f.tokenGeneration,
   authTime: f.authTime,
   ...(f.issuer !== undefined ? { issuer: f.issuer } : {}),
+  ...(f.certThumbprint !== undefined ? { certThumbprint: f.certThumbprint } : {}),
 });
 
 function grantIdOf(stored: { payload: Record<string, unknown> }): string | undefined {

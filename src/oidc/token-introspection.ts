@@ -152,7 +152,8 @@ export function createTokenIntrospection(deps: TokenIntrospectionDeps) {
         client_id: str(payload.clientId),
         scope: str(payload.scope),
         iat: num(payload.iat),
-        cnf: cnfOf(payload),
+        // A bound grant's refresh token is bound as its access tokens are (RFC 8705 §3).
+        cnf: cnfOf(payload) ?? (facts.certThumbprint ? { 'x5t#S256': facts.certThumbprint } : undefined),
         svc_secondary_ext_jwt: found.requireExtJwtSigner ?? undefined,
       },
     );

@@ -11,6 +11,7 @@ import {
 } from 'jose';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
+import { presentedCertificateThumbprint } from '../services/auth/connection-certificate.js';
 import type { BearerVerifier, Principal } from '../services/auth/principal.js';
 import type { IdentityContext } from '../services/identity-context.js';
 import type { RevocationState } from '../services/revocation-state.js';
@@ -28,6 +29,8 @@ export interface AccessTokenClaims extends JWTPayload {
   amr?: string[];
   scope?: string;
   client_id?: string;
+  /** RFC 8705 §3.1: the certificate a bound token may be used with. */
+  cnf?: { 'x5t#S256'?: unknown };
 }
 
 export interface TokenVerifierDeps {
@@ -154,12 +157,26 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
     }
   }
 
+  /**
+   * RFC 8705 §3: a bound token counts only over a connection that presented its certificate.
+   * Checked on every request against that request's connection; the cache keeps only the claim.
+   * A `cnf` with no certificate in it binds to something we cannot check, and counts nowhere.
+   */
+  function bindingCheck(claims: AccessTokenClaims, connection: object | undefined): void {
+    if (claims.cnf === undefined) return;
+    const bound = claims.cnf?.['x5t#S256'];
+    if (typeof bound !== 'string' || presentedCertificateThumbprint(connection) !== bound) {
+      throw invalid('certificate-bound token without its certificate');
+    }
+  }
+
   const bearer: BearerVerifier = {
-    async verify(tokens: string[]): Promise<Principal> {
+    async verify(tokens: string[], connection: object | undefined): Promise<Principal> {
       // A token verified before is ours (its issuer is checked again on the hit): no decoding.
       const ours = tokens.find((t) => verified.has(t) || isOurs(t));
       if (!ours) throw invalid('no token of ours');
       const { claims, identity } = await verifyAccessToken(ours);
+      bindingCheck(claims, connection);
       const amr = Array.isArray(claims.amr) ? claims.amr : [];
       // An OIDC login finishes only once every factor it owed is verified: required ⇔ complete.
       const mfa = amr.includes('mfa');

@@ -14,7 +14,12 @@ export interface AuthPolicy {
   id: string;
   name: string;
   primary: {
-    cert: { allowed: boolean; allowExpiredCerts: boolean };
+    cert: {
+      allowed: boolean;
+      allowExpiredCerts: boolean;
+      /** A certificate login yields tokens bound to the certificate (RFC 8705 §3). */
+      bindTokens: boolean;
+    };
     updb: {
       allowed: boolean;
       minPasswordLength: number;
@@ -39,6 +44,7 @@ interface AuthPolicyRow {
   name: string;
   cert_allowed: boolean;
   cert_allow_expired: boolean;
+  cert_bind_tokens: boolean;
   updb_allowed: boolean;
   updb_min_password_length: number;
   updb_require_special_char: boolean;
@@ -61,7 +67,11 @@ const toPolicy = (r: AuthPolicyRow, allowedSigners: string[]): AuthPolicy => ({
   id: r.id,
   name: r.name,
   primary: {
-    cert: { allowed: r.cert_allowed, allowExpiredCerts: r.cert_allow_expired },
+    cert: {
+      allowed: r.cert_allowed,
+      allowExpiredCerts: r.cert_allow_expired,
+      bindTokens: r.cert_bind_tokens,
+    },
     updb: {
       allowed: r.updb_allowed,
       minPasswordLength: r.updb_min_password_length,
@@ -83,6 +93,7 @@ const toRow = (p: AuthPolicyInput) => ({
   name: p.name,
   cert_allowed: p.primary.cert.allowed,
   cert_allow_expired: p.primary.cert.allowExpiredCerts,
+  cert_bind_tokens: p.primary.cert.bindTokens,
   updb_allowed: p.primary.updb.allowed,
   updb_min_password_length: p.primary.updb.minPasswordLength,
   updb_require_special_char: p.primary.updb.requireSpecialChar,

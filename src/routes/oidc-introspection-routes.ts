@@ -47,7 +47,7 @@ export function oidcIntrospectionRoutes(router: Router, deps: RouteDeps): void {
     const tokens = bearerTokens(ctx.get('authorization'));
     if (tokens.length === 0)
       throw new AppError('UNAUTHORIZED', { challenges: challenges.missing().slice(1) });
-    const caller = await oidc.verifier.bearer.verify(tokens);
+    const caller = await oidc.verifier.bearer.verify(tokens, ctx.req.socket);
     await secondaryExtJwtGate(principals, tokens, caller);
     if (!(await oidc.introspection.mayIntrospect(caller))) {
       const refusal = {

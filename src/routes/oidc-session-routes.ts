@@ -40,7 +40,7 @@ export function oidcSessionRoutes(router: Router, oidc: Oidc, principals: Princi
     const tokens = bearerTokens(ctx.get('authorization'));
     if (tokens.length === 0)
       throw new AppError('UNAUTHORIZED', { challenges: challenges.missing().slice(1) });
-    const principal = await oidc.verifier.bearer.verify(tokens);
+    const principal = await oidc.verifier.bearer.verify(tokens, ctx.req.socket);
     await secondaryExtJwtGate(principals, tokens, principal);
     // A token refreshed down to a scope without openid belongs to no OpenID request (RFC 6750 §3.1).
     if (!principal.scopes.includes('openid')) {

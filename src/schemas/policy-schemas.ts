@@ -23,7 +23,7 @@ const signerRef = z.union([idRef, z.null()]).optional();
 
 const primary = z
   .object({
-    cert: z.object({ allowed: bool, allowExpiredCerts: bool }).strict().optional(),
+    cert: z.object({ allowed: bool, allowExpiredCerts: bool, bindTokens: bool }).strict().optional(),
     updb: z
       .object({
         allowed: bool,

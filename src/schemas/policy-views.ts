@@ -7,7 +7,15 @@ export const authPolicyViewSchema = z.object({
   id: z.string(),
   name: z.string(),
   primary: z.object({
-    cert: z.object({ allowed: z.boolean(), allowExpiredCerts: z.boolean() }),
+    cert: z.object({
+      allowed: z.boolean(),
+      allowExpiredCerts: z.boolean(),
+      bindTokens: z
+        .boolean()
+        .describe(
+          'An OIDC certificate login yields tokens bound to the certificate (RFC 8705): usable only over a connection presenting it.',
+        ),
+    }),
     updb: z.object({
       allowed: z.boolean(),
       minPasswordLength: count,

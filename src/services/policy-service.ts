@@ -26,7 +26,7 @@ export interface PolicyServiceDeps {
 /** The values of a fresh `default` policy; omitted fields on create take them. */
 export const FRESH_DEFAULT_POLICY: Omit<AuthPolicyInput, 'name'> = {
   primary: {
-    cert: { allowed: true, allowExpiredCerts: false },
+    cert: { allowed: true, allowExpiredCerts: false, bindTokens: true },
     updb: {
       allowed: true,
       minPasswordLength: 8,

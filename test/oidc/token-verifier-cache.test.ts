@@ -50,7 +50,7 @@ async function setup() {
     mint,
     revokedSessions,
     moveClock: (ms: number) => (clock += ms),
-    verify: (token: string) => verifier.bearer.verify([token]),
+    verify: (token: string) => verifier.bearer.verify([token], undefined),
   };
 }
 
@@ -102,10 +102,12 @@ describe('the cache of verified access tokens', () => {
     });
     small.setKeys([key.jwk]);
     const tokens = [await mint(key, 100), await mint(key, 200), await mint(key, 300)];
-    for (const t of tokens) await small.bearer.verify([t]);
+    for (const t of tokens) await small.bearer.verify([t], undefined);
     // Swapping the key under the same kid shows which tokens are still served from the cache.
     small.setKeys([(await rsaKey('k1')).jwk]);
-    await expect(small.bearer.verify([tokens[0]!])).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
-    await expect(small.bearer.verify([tokens[2]!])).resolves.toBeTruthy();
+    await expect(small.bearer.verify([tokens[0]!], undefined)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+    });
+    await expect(small.bearer.verify([tokens[2]!], undefined)).resolves.toBeTruthy();
   });
 });

@@ -9,7 +9,7 @@ import {
 
 const FRESH_DEFAULTS = {
   primary: {
-    cert: { allowed: true, allowExpiredCerts: false },
+    cert: { allowed: true, allowExpiredCerts: false, bindTokens: true },
     updb: {
       allowed: true,
       minPasswordLength: 8,
@@ -86,7 +86,7 @@ describe('auth policies', () => {
     });
 
     const detail = await policy(id);
-    expect(detail.primary.cert).toEqual({ allowed: false, allowExpiredCerts: false });
+    expect(detail.primary.cert).toEqual({ allowed: false, allowExpiredCerts: false, bindTokens: true });
     expect(detail.primary.updb).toEqual({
       ...FRESH_DEFAULTS.primary.updb,
       minPasswordLength: 12,
@@ -197,7 +197,7 @@ describe('auth policies', () => {
 
     expect(res.status).toBe(200);
     const detail = await policy(id);
-    expect(detail.primary.cert).toEqual({ allowed: true, allowExpiredCerts: true });
+    expect(detail.primary.cert).toEqual({ allowed: true, allowExpiredCerts: true, bindTokens: true });
     expect(detail.primary.extJwt).toEqual({ allowed: true, allowedSigners: [signerId] });
   });
 

@@ -5,6 +5,7 @@
 // replica served a hop and whom it saw.
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +31,16 @@ import { waitFor } from '../helpers/wait-for.js';
 const HAPROXY = BINARIES.haproxy.path;
 const REDIRECT_URI = 'http://127.0.0.1:54321/auth/callback';
 const ADMIN_PASSWORD = 'admin-password-1';
+
+/** The OAuth error code an openid-client call failed with. */
+async function oauthErrorOf(call: Promise<unknown>): Promise<string> {
+  try {
+    await call;
+  } catch (err) {
+    return (err as { error?: string }).error ?? String(err);
+  }
+  throw new Error('the call succeeded');
+}
 
 /**
  * haproxy.cfg: TCP pass-through, round robin, PROXY v2 to every server, retry elsewhere on a
@@ -319,7 +330,7 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
     for (const e of audited) expect([e.event, e.sourceAddress]).toEqual([e.event, '127.0.0.5']);
   });
 
-  test('a client certificate logs in through the proxy (TLS is end to end)', async () => {
+  test('a client certificate logs in through the proxy (TLS is end to end); its tokens are bound to it on every replica', async () => {
     const client = viaProxy('127.0.0.6');
     const created = await mgmt(client).post('/identities', {
       name: 'replica-device',
@@ -338,6 +349,7 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
 
     const hops: string[] = [];
     const { customFetch, close } = oidcFetch('127.0.0.6', hops, tls);
+    const withoutCert = oidcFetch('127.0.0.6', []);
     const mtls = viaProxy('127.0.0.6', tls);
     try {
       const config = await oc.discovery(new URL(issuer), 'svc', undefined, oc.None(), {
@@ -346,7 +358,7 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
       const verifier = oc.randomPKCECodeVerifier();
       const url = oc.buildAuthorizationUrl(config, {
         redirect_uri: REDIRECT_URI,
-        scope: 'openid',
+        scope: 'openid offline_access',
         code_challenge: await oc.calculatePKCECodeChallenge(verifier),
         code_challenge_method: 'S256',
         method: 'cert',
@@ -365,8 +377,43 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
       expect(tokens.claims()).toMatchObject({ sub: id, amr: ['cert'] });
       const served = await settle([login.header('request-id')!]);
       expect(served[0]!.clientAddress).toBe('127.0.0.6');
+
+      // RFC 8705 §3 through the pass-through: the replica that terminates TLS sees the device's
+      // certificate, whichever replica serves the call, and a copy of the token without it is refused.
+      const thumbprint = createHash('sha256').update(new X509Certificate(tls.cert).raw).digest('base64url');
+      const claims = JSON.parse(Buffer.from(tokens.access_token.split('.')[1]!, 'base64url').toString());
+      expect(claims.cnf).toEqual({ 'x5t#S256': thumbprint });
+      const bearer = { headers: { authorization: `Bearer ${tokens.access_token}` } };
+      const withCert = [];
+      for (let i = 0; i < 3; i++) withCert.push(await mtls.get('/edge/client/v1/current-identity', bearer));
+      const copied = await viaProxy('127.0.0.6').get('/edge/client/v1/current-identity', bearer);
+      const refusedRefresh = await oauthErrorOf(
+        oc.refreshTokenGrant(
+          await oc.discovery(new URL(issuer), 'svc', undefined, oc.None(), {
+            [oc.customFetch]: withoutCert.customFetch,
+          }),
+          tokens.refresh_token!,
+        ),
+      );
+      const refreshed = await oc.refreshTokenGrant(config, tokens.refresh_token!);
+
+      expect(withCert.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(
+        new Set((await settle(withCert.map((r) => r.header('request-id')!))).map((s) => s.replica)).size,
+      ).toBe(3);
+      expect([copied.status, copied.header('www-authenticate')]).toEqual([
+        401,
+        'Bearer realm="svc-oidc", error="invalid", error_description="token is invalid"',
+      ]);
+      expect(refusedRefresh).toBe('invalid_grant');
+      expect(
+        JSON.parse(Buffer.from(refreshed.access_token.split('.')[1]!, 'base64url').toString()).cnf,
+      ).toEqual({
+        'x5t#S256': thumbprint,
+      });
     } finally {
       await close();
+      await withoutCert.close();
     }
   });
 

@@ -16,6 +16,7 @@ import { casRepository } from '../../repositories/cas-repository.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
 import type { PkiMaterial } from '../pki-service.js';
 import { isDisabled } from './identity-status.js';
+import { certificateThumbprint } from './connection-certificate.js';
 import type { PrimaryAuthResult } from './primary-result.js';
 
 export interface CertMethodDeps {
@@ -89,7 +90,13 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
       throw invalidAuth('certificate expired');
     if (isDisabled(identity, at)) throw invalidAuth('identity disabled or locked');
     // z_ice: only a certificate of our own PKI can be extended by us.
-    return { identity, policy, amr: ['cert'], isCertExtendable: trusted.ours };
+    return {
+      identity,
+      policy,
+      amr: ['cert'],
+      isCertExtendable: trusted.ours,
+      certThumbprint: certificateThumbprint(leaf),
+    };
   };
 }
 

@@ -13,6 +13,8 @@ export interface PrimaryAuthResult {
   isCertExtendable: boolean;
   /** The external JWT signer whose token authenticated (ext-jwt only). */
   signerId?: string;
+  /** `x5t#S256` of the leaf certificate that authenticated (cert only). */
+  certThumbprint?: string;
 }
 
 /** Why a primary login was refused: logged and audited, never shown to the client. */

@@ -29,6 +29,10 @@ export interface Principal {
 
 /** Verifies `Authorization: Bearer` access tokens (the OIDC layer provides it). */
 export interface BearerVerifier {
-  /** Resolves a principal, or throws AppError UNAUTHORIZED with the right challenge. */
-  verify(tokens: string[]): Promise<Principal>;
+  /**
+   * Resolves a principal, or throws AppError UNAUTHORIZED with the right challenge. `connection`
+   * is the request's TLS socket: a certificate-bound token is accepted only over a connection
+   * that presented its certificate (RFC 8705 §3).
+   */
+  verify(tokens: string[], connection: object | undefined): Promise<Principal>;
 }
