@@ -8,7 +8,10 @@ import type { Knex } from 'knex';
  *
  * A new installation runs every migration in one transaction (knex does so when none opts out),
  * so its `default` policy was created in this very transaction: `created_at = now()` (the
- * transaction's start) holds for it and for no policy of an installation being upgraded.
+ * transaction's start) holds for it and for no policy of an installation being upgraded. A later
+ * migration that opts out of transactions would split that batch and make a new installation's
+ * `default` unbound; test/bound-tokens/bind-tokens-migration.test.ts pins both cases. The column's
+ * default of `true` is for rows written by hand: the repository always writes the field.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('auth_policies', (t) => {

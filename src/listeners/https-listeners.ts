@@ -67,7 +67,7 @@ export async function listenHttps(
   });
   server.on('request', options.onRequest);
   // A connection keeps the client certificate of its handshake: certificate-bound tokens are
-  // checked against it once per connection (services/auth/connection-certificate.ts). TLS 1.3 has
+  // checked against it once per connection (crypto/connection-certificate.ts). TLS 1.3 has
   // no renegotiation; this refuses it on TLS 1.2, where it could present another certificate.
   server.on('secureConnection', (socket: TLSSocket) => socket.disableRenegotiation());
   // None of the limits above covers waiting to write: a client that pipelines requests for large

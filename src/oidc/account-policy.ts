@@ -3,12 +3,12 @@ import type { Identity } from '../repositories/identities-repository.js';
 import { isForeignKeyViolation } from '../db/db-errors.js';
 import { isDisabled } from '../services/auth/identity-status.js';
 import type { RevocationState } from '../services/revocation-state.js';
-import { presentedCertificateThumbprint } from '../services/auth/connection-certificate.js';
+import { presentedCertX5tS256 } from '../crypto/connection-certificate.js';
 import { currentRequestScope } from '../services/request-scope.js';
 import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 import type { LoginState } from './login-state.js';
-import type { LoginFacts, OidcSessions, SessionOrigin } from './oidc-sessions.js';
+import { confirmationOf, type LoginFacts, type OidcSessions, type SessionOrigin } from './oidc-sessions.js';
 
 export interface AccountPolicyDeps {
   findIdentity: (id: string) => Promise<Identity | undefined>;
@@ -60,8 +60,8 @@ function originOfResult(ctx: KoaContextWithOIDC): SessionOrigin {
  * and would demand a certificate of every login of `svc`.
  */
 function assertBoundCertificate(ctx: KoaContextWithOIDC, facts: LoginFacts): void {
-  if (facts.certThumbprint === undefined) return;
-  if (presentedCertificateThumbprint(ctx.req?.socket) === facts.certThumbprint) return;
+  if (facts.boundCertX5tS256 === undefined) return;
+  if (presentedCertX5tS256(ctx.req.socket) === facts.boundCertX5tS256) return;
   throw new errors.InvalidGrant(
     'the tokens of this grant are bound to a client certificate this connection did not present',
   );
@@ -92,6 +92,7 @@ export function createAccountPolicy({
   /**
    * A deleted or disabled identity has no account (codes and refresh tokens then fail with
    * `invalid_grant`); neither has a grant whose API session ended or whose identity was revoked.
+   * A grant bound to a certificate throws `invalid_grant` over a connection without it.
    */
   const findAccount: FindAccount = async (ctx, sub, token) => {
     const hit = token?.grantId ? prefetch.get(ctx, token.grantId) : undefined;
@@ -119,7 +120,7 @@ export function createAccountPolicy({
     return account;
   };
 
-  /** Our `z_` claims (docs/adr/0002-oidc-login-state.md), the same across refreshes of one grant; `cnf` for a bound grant. */
+  /** Our `z_` claims (docs/adr/0002-oidc-login-state.md) and, for a bound grant, `cnf`: the same across refreshes of one grant. */
   async function extraTokenClaims(ctx: KoaContextWithOIDC, token: { kind: string; grantId?: string }) {
     if (token.kind !== 'AccessToken' || !token.grantId) return undefined;
     const facts = await factsOf(ctx, token.grantId);
@@ -133,7 +134,7 @@ export function createAccountPolicy({
       z_t: 'a',
       z_ice: facts.isCertExtendable,
       [GENERATION_CLAIM]: facts.tokenGeneration,
-      ...(facts.certThumbprint ? { cnf: { 'x5t#S256': facts.certThumbprint } } : {}),
+      cnf: confirmationOf(facts),
     };
   }
 

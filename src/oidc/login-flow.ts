@@ -128,14 +128,10 @@ function requestedConfigTypes(params: Record<string, unknown>): string[] {
  * RFC 8705 §3: a login whose primary step was a client certificate, under a policy that binds
  * tokens, binds its tokens to that certificate; the policy as it is when the login completes.
  */
-function boundCertificate(state: LoginState, policy: AuthPolicy): Pick<LoginFacts, 'certThumbprint'> {
-  const bind = state.method === 'cert' && state.certThumbprint && policy.primary.cert.bindTokens;
-  return bind ? { certThumbprint: state.certThumbprint } : {};
-}
-
-function stateWithoutThumbprint(state: LoginState): Omit<LoginState, 'certThumbprint'> {
-  const { certThumbprint: _bound, ...rest } = state;
-  return rest;
+function boundCertificate(state: LoginState, policy: AuthPolicy): Pick<LoginFacts, 'boundCertX5tS256'> {
+  return state.presentedCertX5tS256 && policy.primary.cert.bindTokens
+    ? { boundCertX5tS256: state.presentedCertX5tS256 }
+    : {};
 }
 
 export function createLoginFlow(deps: LoginFlowDeps) {
@@ -227,7 +223,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       configTypes: step.configTypes ?? requestedConfigTypes(pending.params),
       isCertExtendable: result.isCertExtendable,
       authTime: Math.floor(now().getTime() / 1000),
-      ...(step.name === 'cert' && result.certThumbprint ? { certThumbprint: result.certThumbprint } : {}),
+      ...(result.certX5tS256 ? { presentedCertX5tS256: result.certX5tS256 } : {}),
       satisfied: [...new Set(['primary', ...(previous?.satisfied ?? [])])],
       credentials: [
         ...new Set([credentialName(step.name, result.signerId), ...(previous?.credentials ?? [])]),
@@ -342,8 +338,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     pending.interaction.result = {
       login: { accountId: identity.id, amr, ts: state.authTime, remember: false },
       consent: {},
-      // The facts decide the binding: the state's thumbprint does not outlive a policy that binds nothing.
-      svc: { ...stateWithoutThumbprint(state), ...facts },
+      svc: { ...state, ...facts },
     };
     // Not written back: the resume below reads it from this request (completed-logins.ts).
     const { payload } = await pending.interaction.getValueAndPayload();

@@ -18,7 +18,7 @@ export interface LoginState {
    * `x5t#S256` of the client certificate of a `cert` primary step: the tokens are bound to it
    * when the policy says so (`primary.cert.bindTokens`), whatever connection later steps use.
    */
-  certThumbprint?: string;
+  presentedCertX5tS256?: string;
   /** Factors satisfied for this auth request, e.g. `primary`, `totp`, `secondary-ext-jwt`. */
   satisfied: string[];
   /**

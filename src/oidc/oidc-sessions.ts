@@ -38,7 +38,12 @@ export interface LoginFacts {
    * access tokens carry it as `cnf`. Absent: unbound (other login methods, policies that do not
    * bind, logins stored before binding existed).
    */
-  certThumbprint?: string;
+  boundCertX5tS256?: string;
+}
+
+/** RFC 8705 §3.1: the `cnf` claim of a grant's tokens; undefined for an unbound grant. */
+export function confirmationOf(facts: LoginFacts): { 'x5t#S256': string } | undefined {
+  return facts.boundCertX5tS256 === undefined ? undefined : { 'x5t#S256': facts.boundCertX5tS256 };
 }
 
 const MODEL = 'SvcLogin';
@@ -245,7 +250,7 @@ const factsOnly = (f: LoginFacts): LoginFacts => ({
   tokenGeneration: f.tokenGeneration,
   authTime: f.authTime,
   ...(f.issuer !== undefined ? { issuer: f.issuer } : {}),
-  ...(f.certThumbprint !== undefined ? { certThumbprint: f.certThumbprint } : {}),
+  ...(f.boundCertX5tS256 !== undefined ? { boundCertX5tS256: f.boundCertX5tS256 } : {}),
 });
 
 function grantIdOf(stored: { payload: Record<string, unknown> }): string | undefined {

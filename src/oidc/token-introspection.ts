@@ -6,7 +6,7 @@ import { isDisabled } from '../services/auth/identity-status.js';
 import type { Principal } from '../services/auth/principal.js';
 import type { IdentityContextCache } from '../services/identity-context.js';
 import type { RevocationState } from '../services/revocation-state.js';
-import { liveFacts } from './oidc-sessions.js';
+import { confirmationOf, liveFacts } from './oidc-sessions.js';
 import type { TokenVerifier } from './token-verifier.js';
 
 /** The identity permission that allows a caller other than an admin to introspect tokens. */
@@ -65,14 +65,6 @@ function withOptional(required: Omit<ActiveToken, keyof Optional>, optional: Opt
     if (value !== undefined) (token as unknown as Record<string, unknown>)[key] = value;
   }
   return token;
-}
-
-/** A refresh token's binding, as oidc-provider's introspection shows it (none here unless enabled). */
-function cnfOf(payload: Record<string, unknown>): Record<string, unknown> | undefined {
-  const cnf: Record<string, unknown> = {};
-  if (str(payload['x5t#S256'])) cnf['x5t#S256'] = payload['x5t#S256'];
-  if (str(payload.jkt)) cnf.jkt = payload.jkt;
-  return Object.keys(cnf).length > 0 ? cnf : undefined;
 }
 
 /**
@@ -153,7 +145,7 @@ export function createTokenIntrospection(deps: TokenIntrospectionDeps) {
         scope: str(payload.scope),
         iat: num(payload.iat),
         // A bound grant's refresh token is bound as its access tokens are (RFC 8705 §3).
-        cnf: cnfOf(payload) ?? (facts.certThumbprint ? { 'x5t#S256': facts.certThumbprint } : undefined),
+        cnf: confirmationOf(facts),
         svc_secondary_ext_jwt: found.requireExtJwtSigner ?? undefined,
       },
     );

@@ -11,7 +11,8 @@ import {
 } from 'jose';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
-import { presentedCertificateThumbprint } from '../services/auth/connection-certificate.js';
+import type { Socket } from 'node:net';
+import { presentedCertX5tS256 } from '../crypto/connection-certificate.js';
 import type { BearerVerifier, Principal } from '../services/auth/principal.js';
 import type { IdentityContext } from '../services/identity-context.js';
 import type { RevocationState } from '../services/revocation-state.js';
@@ -132,6 +133,11 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
     return identity;
   }
 
+  /**
+   * Signature, claims, revocations and identity; not the `cnf` binding, which only a request of
+   * the token's holder can show (`bearer.verify` adds it; introspection and revocation, which
+   * look at someone's token, do not).
+   */
   async function verifyAccessToken(
     token: string,
   ): Promise<{ claims: AccessTokenClaims; identity: IdentityContext }> {
@@ -162,16 +168,16 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
    * Checked on every request against that request's connection; the cache keeps only the claim.
    * A `cnf` with no certificate in it binds to something we cannot check, and counts nowhere.
    */
-  function bindingCheck(claims: AccessTokenClaims, connection: object | undefined): void {
+  function bindingCheck(claims: AccessTokenClaims, connection: Socket | undefined): void {
     if (claims.cnf === undefined) return;
     const bound = claims.cnf?.['x5t#S256'];
-    if (typeof bound !== 'string' || presentedCertificateThumbprint(connection) !== bound) {
+    if (typeof bound !== 'string' || presentedCertX5tS256(connection) !== bound) {
       throw invalid('certificate-bound token without its certificate');
     }
   }
 
   const bearer: BearerVerifier = {
-    async verify(tokens: string[], connection: object | undefined): Promise<Principal> {
+    async verify(tokens: string[], connection: Socket | undefined): Promise<Principal> {
       // A token verified before is ours (its issuer is checked again on the hit): no decoding.
       const ours = tokens.find((t) => verified.has(t) || isOurs(t));
       if (!ours) throw invalid('no token of ours');

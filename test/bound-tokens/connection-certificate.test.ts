@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { connect, type TLSSocket } from 'node:tls';
-import { presentedCertificateThumbprint } from '../../src/services/auth/connection-certificate.js';
+import { presentedCertX5tS256 } from '../../src/crypto/connection-certificate.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { managementApi } from '../identities/identity-fixtures.js';
 import { enrolledDevice, type Device } from './bound-fixtures.js';
@@ -62,8 +62,8 @@ describe('the client certificate of a connection', () => {
     const read = socket.getPeerX509Certificate.bind(socket);
     socket.getPeerX509Certificate = () => (reads++, read());
 
-    const first = presentedCertificateThumbprint(socket);
-    const second = presentedCertificateThumbprint(socket);
+    const first = presentedCertX5tS256(socket);
+    const second = presentedCertX5tS256(socket);
 
     expect(first).toBe(device.thumbprint);
     expect(second).toBe(device.thumbprint);

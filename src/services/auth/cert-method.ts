@@ -16,7 +16,7 @@ import { casRepository } from '../../repositories/cas-repository.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
 import type { PkiMaterial } from '../pki-service.js';
 import { isDisabled } from './identity-status.js';
-import { certificateThumbprint } from './connection-certificate.js';
+import { certX5tS256 } from '../../crypto/connection-certificate.js';
 import type { PrimaryAuthResult } from './primary-result.js';
 
 export interface CertMethodDeps {
@@ -95,7 +95,7 @@ export function createCertMethod({ knex, pki, now = () => new Date() }: CertMeth
       policy,
       amr: ['cert'],
       isCertExtendable: trusted.ours,
-      certThumbprint: certificateThumbprint(leaf),
+      certX5tS256: certX5tS256(leaf),
     };
   };
 }

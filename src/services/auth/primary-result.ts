@@ -14,7 +14,7 @@ export interface PrimaryAuthResult {
   /** The external JWT signer whose token authenticated (ext-jwt only). */
   signerId?: string;
   /** `x5t#S256` of the leaf certificate that authenticated (cert only). */
-  certThumbprint?: string;
+  certX5tS256?: string;
 }
 
 /** Why a primary login was refused: logged and audited, never shown to the client. */

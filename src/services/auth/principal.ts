@@ -1,3 +1,5 @@
+import type { Socket } from 'node:net';
+
 /** Who is calling, rebuilt per request from a legacy session or from a bearer token's claims. */
 export interface Principal {
   identityId: string;
@@ -34,5 +36,5 @@ export interface BearerVerifier {
    * is the request's TLS socket: a certificate-bound token is accepted only over a connection
    * that presented its certificate (RFC 8705 §3).
    */
-  verify(tokens: string[], connection: object | undefined): Promise<Principal>;
+  verify(tokens: string[], connection: Socket | undefined): Promise<Principal>;
 }

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 
 /** RFC 8705 §3.1 `x5t#S256`: the base64url SHA-256 of a certificate's DER. */
-export const certificateThumbprint = (der: Buffer): string =>
-  createHash('sha256').update(der).digest('base64url');
+export const certX5tS256 = (der: Buffer): string => createHash('sha256').update(der).digest('base64url');
 
 /** Per TLS connection: the thumbprint of the leaf it presented, or null for none. */
-const byConnection = new WeakMap<object, string | null>();
+const byConnection = new WeakMap<Socket, string | null>();
 
 /**
  * The thumbprint of the client certificate the TLS connection `socket` presented in its
@@ -15,14 +15,14 @@ const byConnection = new WeakMap<object, string | null>();
  * (https-listeners.ts). Every request over it is compared with this, never with anything kept
  * beside a token.
  */
-export function presentedCertificateThumbprint(socket: object | undefined): string | undefined {
+export function presentedCertX5tS256(socket: Socket | undefined): string | undefined {
   if (!socket) return undefined;
   const known = byConnection.get(socket);
   if (known !== undefined) return known ?? undefined;
   const tls = socket as Partial<TLSSocket>;
   if (typeof tls.getPeerX509Certificate !== 'function') return undefined;
   const leaf = tls.getPeerX509Certificate();
-  const thumbprint = leaf ? certificateThumbprint(leaf.raw) : null;
+  const thumbprint = leaf ? certX5tS256(leaf.raw) : null;
   byConnection.set(socket, thumbprint);
   return thumbprint ?? undefined;
 }
