@@ -168,6 +168,14 @@ export const oidcPayloadsRepository = {
       .delete();
   },
 
+  /** The live rows of one model that belong to one identity (`account_id`, indexed). */
+  async listForAccount(db: Db, model: string, accountId: string, now: Date): Promise<StoredOidcPayload[]> {
+    const rows: Row[] = await live(db, model, now)
+      .andWhere({ account_id: accountId })
+      .select('payload', 'consumed_at');
+    return rows.map(toStored);
+  },
+
   /**
    * Everything of one identity: grants, sessions, codes, refresh tokens (payload.accountId) and
    * unfinished logins (interactions whose result names the identity), so they fail at their next step.
