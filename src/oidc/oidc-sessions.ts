@@ -9,6 +9,7 @@ import {
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { NO_AUDIT, recordSessionEnded, type AuditTrail } from '../services/audit-trail.js';
 import { loginRowsEnd } from './login-lifetime.js';
+import type { LoginState } from './login-state.js';
 import type { RevocationService, RevokeOptions } from '../services/revocation-service.js';
 
 /**
@@ -227,7 +228,9 @@ export function createOidcSessions({
      * certificate whose thumbprint is not in `enrolled` (its cert authenticators left after one
      * was deleted), each with its grant and a `session.ended` audit event of `cause`. A login
      * bound to a re-encoded copy of a certificate has a thumbprint no authenticator keeps: it ends
-     * too, so the copy of a deleted certificate cannot keep its tokens.
+     * too, so the copy of a deleted certificate cannot keep its tokens. An unfinished login whose
+     * certificate step presented such a certificate (it still owes a second factor) goes as well,
+     * so it cannot finish into tokens bound to it.
      */
     async endSessionsBoundOutside(
       trx: Db,
@@ -245,6 +248,11 @@ export function createOidcSessions({
         const ended = await endApiSessionIn(trx, facts.apiSessionId, { afterCommit, cause });
         if (ended) recordSessionEnded(audit, afterCommit, ended, cause);
       }
+      await oidcPayloadsRepository.deleteForAccountWhere(trx, 'Interaction', identityId, now(), (payload) => {
+        const state = (payload.result as { svc?: Partial<LoginState> } | undefined)?.svc;
+        const presented = state?.presentedCertX5tS256;
+        return typeof presented === 'string' && !enrolled.has(presented);
+      });
     },
 
     /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go. */

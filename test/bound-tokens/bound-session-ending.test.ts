@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as oc from 'openid-client';
 import { pino } from 'pino';
 import { expectError } from '../helpers/expect-error.js';
-import { refreshTokens } from '../helpers/oidc-client.js';
+import { refreshTokens, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
+import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { CLIENT, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 import {
@@ -95,6 +96,37 @@ describe('ending certificate-bound sessions', () => {
         .map(({ tokens }) => [(tokens.claims() as { z_asid?: string }).z_asid, 'oidc', 'certificate-deleted'])
         .sort(),
     );
+  });
+
+  test('a certificate login still owing its TOTP step when the certificate authenticator is deleted cannot finish', async () => {
+    const device = await enrolledDevice(server, api, 'deleted-cert-mid-login');
+    const mtls = server.newClient({ cert: device.cert, key: device.key });
+    // TOTP enrolled through a legacy session of the certificate, then a policy that requires it.
+    const session = await mtls.post(`${CLIENT}/authenticate?method=cert`);
+    const headers = { 'svc-session': session.body.data.token as string };
+    const mfa = await server.client.post(`${CLIENT}/current-identity/mfa`, { headers });
+    const step = timeStepAt();
+    const url = mfa.body.data.provisioningUrl as string;
+    const verify = { headers, body: { code: await totpCode(url, step) } };
+    expect((await server.client.post(`${CLIENT}/current-identity/mfa/verify`, verify)).status).toBe(200);
+    const policy = await api.post('/auth-policies', {
+      body: { name: 'mid-login-totp', secondary: { requireTotp: true } },
+    });
+    const moved = await api.patch(`/identities/${device.id}`, {
+      body: { authPolicyId: policy.body.data.id },
+    });
+    expect(moved.status).toBe(200);
+    const started = await startAuthorization(mtls, { method: 'cert' });
+    expect((await submitLogin(mtls, started, { body: {} })).status).toBe(200);
+
+    expect((await api.delete(`/authenticators/${await certAuthenticatorOf(device.id)}`)).status).toBe(200);
+    const totp = await mtls.post('/oidc/login/totp', {
+      body: { id: started.authRequestId, code: await totpCode(url, step + 1) },
+    });
+
+    expect(totp.status).toBeGreaterThanOrEqual(400);
+    expect(totp.status).toBeLessThan(500);
+    expect(totp.header('location')).toBeUndefined();
   });
 
   test('a copied bound access token revokes nothing over a connection without its certificate; over the device connection it ends the session', async () => {
