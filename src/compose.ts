@@ -224,6 +224,8 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     onGrant: deps.metrics.countGrant,
     janitorLock: instanceLockFor(deps.database, 'oidcJanitor'),
   });
+  // A deleted certificate authenticator ends the sessions bound to it, grants included.
+  services.authenticators.endBoundSessionsWith(oidc.sessions.endSessionsBoundOutside);
   return { oidc };
 }
 

@@ -166,7 +166,25 @@ export function createAccountPolicy({
     return grant;
   }
 
-  return { findAccount, extraTokenClaims, loadExistingGrant };
+  /**
+   * RFC 7009 §2.1 for the refresh tokens the provider revokes itself: the client's own, and, of a
+   * grant bound to a certificate, only over a connection presenting it. A copied refresh token
+   * alone must not end the device's session; the endpoint answers 200 all the same (§2.2).
+   */
+  async function revocationAllowed(
+    ctx: KoaContextWithOIDC,
+    client: { clientId: string },
+    token: { clientId?: string; grantId?: string; kind?: string },
+  ): Promise<boolean> {
+    if (token.clientId !== client.clientId) return false;
+    if (!token.grantId) return true;
+    const facts = await factsOf(ctx, token.grantId);
+    return (
+      facts?.boundCertX5tS256 === undefined || presentedCertX5tS256(ctx.req.socket) === facts.boundCertX5tS256
+    );
+  }
+
+  return { findAccount, extraTokenClaims, loadExistingGrant, revocationAllowed };
 }
 
 export type AccountPolicy = ReturnType<typeof createAccountPolicy>;

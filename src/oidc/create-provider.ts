@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import Provider, {
@@ -50,7 +51,11 @@ export interface ProviderOptions {
    * Revokes one of our JWT access tokens presented at the revocation endpoint (RFC 7009), for the
    * client that authenticated there; a token that is no such thing is left alone.
    */
-  revokeAccessToken?: (token: string, clientId: string | undefined) => Promise<void>;
+  revokeAccessToken?: (
+    token: string,
+    clientId: string | undefined,
+    connection: Socket | undefined,
+  ) => Promise<void>;
 }
 
 /** Told each token endpoint outcome: the requested grant type, and whether tokens were issued. */
@@ -170,12 +175,13 @@ const resourceIndicators = (d: OidcDurations) => ({
   },
 });
 
-const features = (d: OidcDurations): Configuration['features'] => ({
+const features = (d: OidcDurations, accounts: AccountPolicy): Configuration['features'] => ({
   devInteractions: { enabled: false },
   dPoP: { enabled: false },
   pushedAuthorizationRequests: { enabled: false },
-  // One public client: it may revoke only its own tokens (RFC 7009 §2.1).
-  revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+  // One public client: it may revoke only its own tokens (RFC 7009 §2.1), and those of a grant
+  // bound to a certificate only over a connection presenting it.
+  revocation: { enabled: true, allowedPolicy: accounts.revocationAllowed },
   // Kept on for discovery; our own routes serve both (docs/adr/0003-own-userinfo-and-end-session.md).
   userinfo: { enabled: true },
   rpInitiatedLogout: { enabled: true },
@@ -200,7 +206,7 @@ function configuration(o: ProviderOptions): Configuration {
     conformIdTokenClaims: false,
     pkce: { required: () => true },
     routes: ROUTES,
-    features: features(o.durations),
+    features: features(o.durations, o.accounts),
     interactions: { policy: policy(), url: (ctx, interaction) => loginUrl(ctx, interaction.uid) },
     rotateRefreshToken: true,
     // Codes and tokens are not bound to the provider's Session, which is never stored (the
@@ -244,8 +250,8 @@ function answerUnavailable(ctx: KoaContextWithOIDC): void {
 /**
  * The provider's revocation endpoint refuses every JWT (`unsupported_token_type`), since it keeps
  * no record of structured tokens. After the provider has parsed the request and authenticated the
- * client, that answer is replaced: a JWT access token of ours is revoked (its API session ends),
- * and any JWT, ours or not, valid or not, gets the 200 of RFC 7009 §2.2, as an unknown opaque
+ * client, that answer is replaced: a JWT access token of ours is revoked (its API session ends;
+ * a certificate-bound one only over a connection presenting its certificate), and any JWT, ours or not, valid or not, gets the 200 of RFC 7009 §2.2, as an unknown opaque
  * token does. Every other answer of the endpoint (a refresh token revoked, a client refused) stays
  * the provider's.
  */
@@ -260,7 +266,7 @@ function structuredTokenRevocation(
     if ((ctx.body as { error?: unknown } | undefined)?.error !== 'unsupported_token_type') return;
     const token = ctx.oidc.params?.token;
     try {
-      if (typeof token === 'string') await revoke(token, ctx.oidc.client?.clientId);
+      if (typeof token === 'string') await revoke(token, ctx.oidc.client?.clientId, ctx.req.socket);
     } catch (err) {
       if (isDatabaseUnavailable(err)) return answerUnavailable(ctx);
       logger.error({ err }, 'access token revocation failed');

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { inTransaction, RETRY_DEADLOCKS } from '../db/transaction.js';
+import { inTransaction, RETRY_DEADLOCKS, type AfterCommit } from '../db/transaction.js';
 import type { Db } from '../db/create-database.js';
 import {
   apiSessionsRepository,
@@ -9,6 +9,7 @@ import {
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { NO_AUDIT, recordSessionEnded, type AuditTrail } from '../services/audit-trail.js';
 import { loginRowsEnd } from './login-lifetime.js';
+import type { LoginState } from './login-state.js';
 import type { RevocationService, RevokeOptions } from '../services/revocation-service.js';
 
 /**
@@ -221,6 +222,38 @@ export function createOidcSessions({
 
     endGrantRowsOf,
     endApiSessionIn,
+
+    /**
+     * In the caller's transaction, ends the identity's OIDC sessions whose tokens are bound to a
+     * certificate whose thumbprint is not in `enrolled` (its cert authenticators left after one
+     * was deleted), each with its grant and a `session.ended` audit event of `cause`. A login
+     * bound to a re-encoded copy of a certificate has a thumbprint no authenticator keeps: it ends
+     * too, so the copy of a deleted certificate cannot keep its tokens. An unfinished login whose
+     * certificate step presented such a certificate (it still owes a second factor) goes as well,
+     * so it cannot finish into tokens bound to it.
+     */
+    async endSessionsBoundOutside(
+      trx: Db,
+      afterCommit: AfterCommit,
+      identityId: string,
+      enrolled: ReadonlySet<string>,
+      cause: string,
+    ): Promise<void> {
+      const logins = await oidcPayloadsRepository.listForAccount(trx, MODEL, identityId, now());
+      for (const { payload } of logins) {
+        const facts = payload as Partial<LoginFacts>;
+        const bound = facts.boundCertX5tS256;
+        if (typeof bound !== 'string' || enrolled.has(bound) || typeof facts.apiSessionId !== 'string')
+          continue;
+        const ended = await endApiSessionIn(trx, facts.apiSessionId, { afterCommit, cause });
+        if (ended) recordSessionEnded(audit, afterCommit, ended, cause);
+      }
+      await oidcPayloadsRepository.deleteForAccountWhere(trx, 'Interaction', identityId, now(), (payload) => {
+        const state = (payload.result as { svc?: Partial<LoginState> } | undefined)?.svc;
+        const presented = state?.presentedCertX5tS256;
+        return typeof presented === 'string' && !enrolled.has(presented);
+      });
+    },
 
     /** Identity revocation hook: its grants, tokens, sessions and unfinished logins go. */
     async forgetIdentity(trx: Db, identityId: string): Promise<void> {

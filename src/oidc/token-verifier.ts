@@ -51,6 +51,17 @@ const invalid = (detail: string) =>
   new AppError('UNAUTHORIZED', { challenges: [challenges.bearerInvalid()], detail });
 
 /**
+ * RFC 8705 §3: whether a request over `connection` may use a token with these claims: an unbound
+ * one anywhere, a bound one only over a connection that presented its certificate. A `cnf` with no
+ * certificate in it binds to something we cannot check, and counts nowhere.
+ */
+export function heldOver(claims: Pick<AccessTokenClaims, 'cnf'>, connection: Socket | undefined): boolean {
+  if (claims.cnf === undefined) return true;
+  const bound = claims.cnf?.['x5t#S256'];
+  return typeof bound === 'string' && presentedCertX5tS256(connection) === bound;
+}
+
+/**
  * Our JWT access tokens on API calls and at userinfo, and ID tokens as `id_token_hint`
  * (ADR 0003). Nothing here reads the database per request: the key set, the
  * revocations and the identity facts are in memory, kept current across instances.
@@ -166,14 +177,9 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
   /**
    * RFC 8705 §3: a bound token counts only over a connection that presented its certificate.
    * Checked on every request against that request's connection; the cache keeps only the claim.
-   * A `cnf` with no certificate in it binds to something we cannot check, and counts nowhere.
    */
   function bindingCheck(claims: AccessTokenClaims, connection: Socket | undefined): void {
-    if (claims.cnf === undefined) return;
-    const bound = claims.cnf?.['x5t#S256'];
-    if (typeof bound !== 'string' || presentedCertX5tS256(connection) !== bound) {
-      throw invalid('certificate-bound token without its certificate');
-    }
+    if (!heldOver(claims, connection)) throw invalid('certificate-bound token without its certificate');
   }
 
   const bearer: BearerVerifier = {

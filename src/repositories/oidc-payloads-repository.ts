@@ -168,6 +168,32 @@ export const oidcPayloadsRepository = {
       .delete();
   },
 
+  /** The live rows of one model that belong to one identity (`account_id`, indexed). */
+  async listForAccount(db: Db, model: string, accountId: string, now: Date): Promise<StoredOidcPayload[]> {
+    const rows: Row[] = await live(db, model, now)
+      .andWhere({ account_id: accountId })
+      .select('payload', 'consumed_at');
+    return rows.map(toStored);
+  },
+
+  /**
+   * Deletes the live rows of one model that belong to one identity and whose payload `doomed`
+   * picks; the rows' stored ids (hashes) never leave this module.
+   */
+  async deleteForAccountWhere(
+    db: Db,
+    model: string,
+    accountId: string,
+    now: Date,
+    doomed: (payload: Record<string, unknown>) => boolean,
+  ): Promise<void> {
+    const rows: (Row & { id: string })[] = await live(db, model, now)
+      .andWhere({ account_id: accountId })
+      .select('id', 'payload', 'consumed_at');
+    const ids = rows.filter((r) => doomed(toStored(r).payload)).map((r) => r.id);
+    if (ids.length > 0) await db('oidc_payloads').where({ model }).whereIn('id', ids).delete();
+  },
+
   /**
    * Everything of one identity: grants, sessions, codes, refresh tokens (payload.accountId) and
    * unfinished logins (interactions whose result names the identity), so they fail at their next step.

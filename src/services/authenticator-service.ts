@@ -1,6 +1,9 @@
+import { X509Certificate } from 'node:crypto';
 import type { Knex } from 'knex';
+import { certX5tS256 } from '../crypto/connection-certificate.js';
+import type { Db } from '../db/create-database.js';
 import { mapPage, type ListQuery } from '../db/list-query.js';
-import { inTransaction } from '../db/transaction.js';
+import { inTransaction, RETRY_DEADLOCKS, type AfterCommit } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
@@ -24,6 +27,36 @@ export function authenticatorView(a: Authenticator): AuthenticatorView {
   };
 }
 
+/**
+ * Ends, in the caller's transaction, an identity's OIDC sessions whose tokens are bound to a
+ * certificate outside `enrolled` (`x5t#S256` thumbprints), with `cause` in the audit trail. The
+ * OIDC part provides it: the sessions' grants are its rows.
+ */
+export type BoundSessionEnder = (
+  trx: Db,
+  afterCommit: AfterCommit,
+  identityId: string,
+  enrolled: ReadonlySet<string>,
+  cause: string,
+) => Promise<void>;
+
+/** Why the sessions bound to a deleted certificate end (`session.ended`, `revocation.published`). */
+export const CERTIFICATE_DELETED = 'certificate-deleted';
+
+/** The RFC 8705 thumbprints of an identity's cert authenticators. */
+function thumbprintsOf(authenticators: Authenticator[]): Set<string> {
+  const thumbprints = new Set<string>();
+  for (const a of authenticators) {
+    if (a.method !== 'cert' || !a.certPem) continue;
+    try {
+      thumbprints.add(certX5tS256(new X509Certificate(a.certPem).raw));
+    } catch {
+      // An unreadable PEM binds nothing: a login never presented it.
+    }
+  }
+  return thumbprints;
+}
+
 /** `/authenticators`: list, detail, delete. */
 export function createAuthenticatorService({
   knex,
@@ -34,6 +67,9 @@ export function createAuthenticatorService({
   changes: IdentityChangeFeed;
   audit?: AuditTrail;
 }) {
+  // Until the OIDC part registers its own there are no OIDC sessions to end.
+  let endBoundSessions: BoundSessionEnder = async () => {};
+
   return {
     async list(q: ListQuery) {
       return mapPage(await authenticatorsRepository.list(knex, q), (items) => items.map(authenticatorView));
@@ -45,21 +81,40 @@ export function createAuthenticatorService({
       return authenticatorView(authenticator);
     },
 
+    /**
+     * The authenticator goes. A certificate's also takes the sessions whose tokens are bound to it
+     * (RFC 8705 §3): a re-enrolled or stolen device must log in again, and its old tokens are
+     * refused on every instance even over a connection presenting the old certificate.
+     */
     async delete(id: string): Promise<void> {
-      await inTransaction(knex, async (trx, afterCommit) => {
-        const deleted = await authenticatorsRepository.delete(trx, id);
-        if (!deleted) throw new AppError('NOT_FOUND');
-        // Without the block the same device could auto-enroll as a new identity at once.
-        const identity = await identitiesRepository.findById(trx, deleted.identityId);
-        if (identity) await blockCertificatesOf(trx, afterCommit, identity, [deleted], audit);
-        await changes.identityChanged(trx, afterCommit, deleted.identityId);
-        audit.recordAfterCommit(afterCommit, {
-          event: 'authenticator.deleted',
-          authenticatorId: id,
-          identityId: deleted.identityId,
-          method: deleted.method,
-        });
-      });
+      await inTransaction(
+        knex,
+        async (trx, afterCommit) => {
+          const deleted = await authenticatorsRepository.delete(trx, id);
+          if (!deleted) throw new AppError('NOT_FOUND');
+          // Without the block the same device could auto-enroll as a new identity at once.
+          const identity = await identitiesRepository.findById(trx, deleted.identityId);
+          if (identity) await blockCertificatesOf(trx, afterCommit, identity, [deleted], audit);
+          if (identity && deleted.method === 'cert') {
+            const left = await authenticatorsRepository.listForIdentity(trx, identity.id);
+            await endBoundSessions(trx, afterCommit, identity.id, thumbprintsOf(left), CERTIFICATE_DELETED);
+          }
+          await changes.identityChanged(trx, afterCommit, deleted.identityId);
+          audit.recordAfterCommit(afterCommit, {
+            event: 'authenticator.deleted',
+            authenticatorId: id,
+            identityId: deleted.identityId,
+            method: deleted.method,
+          });
+        },
+        // Ending a session may meet a refresh of it in flight (api-session-ending.ts).
+        RETRY_DEADLOCKS,
+      );
+    },
+
+    /** The OIDC part ends the sessions bound to a deleted certificate together with their grants. */
+    endBoundSessionsWith(ender: BoundSessionEnder): void {
+      endBoundSessions = ender;
     },
   };
 }

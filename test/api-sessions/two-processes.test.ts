@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { generateClientKeyAndCsr } from '../../src/crypto/pki.js';
 import { createHttpsClient, type HttpsClient } from '../helpers/https-client.js';
 import { oidcLogin, refreshTokens } from '../helpers/oidc-client.js';
 import {
@@ -117,6 +118,48 @@ describeWithPostgres('a session ended on one instance is refused on the other', 
     for (const client of [onA, onB]) {
       const refresh = await refreshTokens(client, tokens.refresh_token!, { host: new URL(b.url).host });
       expect(refresh.body.error).toBe('invalid_grant');
+    }
+  });
+
+  test("deleting a device's certificate authenticator on A ends its bound session on B, over the old certificate too", async () => {
+    const created = await onA.post(`${MGMT}/identities`, {
+      headers: admin,
+      body: { name: 'stolen-device', type: 'Device', isAdmin: false, enrollment: { ott: true } },
+    });
+    const id = created.body.data.id as string;
+    const detail = await onA.get(`${MGMT}/identities/${id}`, { headers: admin });
+    const { keyPem, csrPem } = await generateClientKeyAndCsr({ commonName: 'stolen-device' });
+    const enrolled = await onA.post(`${CLIENT}/enroll/ott`, {
+      body: { token: detail.body.data.enrollment.ott.token, clientCsr: csrPem },
+    });
+    expect(enrolled.status).toBe(200);
+    const device = createHttpsClient(b.url, { ca: b.ca(), cert: enrolled.body.data.cert, key: keyPem });
+    try {
+      const { tokens } = await oidcLogin(device, { method: 'cert', body: {} });
+      const me = () =>
+        device.get(`${CLIENT}/current-identity`, {
+          headers: { authorization: `Bearer ${tokens.access_token}` },
+        });
+      const claims = JSON.parse(Buffer.from(tokens.access_token.split('.')[1]!, 'base64url').toString());
+      expect(typeof claims.cnf['x5t#S256']).toBe('string');
+      expect((await me()).status).toBe(200);
+      const list = await onA.get(
+        `${MGMT}/authenticators?filter=${encodeURIComponent(`identityId = "${id}"`)}`,
+        { headers: admin },
+      );
+      const authenticatorId = list.body.data[0].id as string;
+
+      const ms = await refusedAfter(
+        async () =>
+          (await onA.delete(`${MGMT}/authenticators/${authenticatorId}`, { headers: admin })).status,
+        async () => (await me()).status === 401,
+      );
+
+      expect(ms).toBeLessThan(1000);
+      const refresh = await refreshTokens(device, tokens.refresh_token!);
+      expect([refresh.status, refresh.body.error]).toEqual([400, 'invalid_grant']);
+    } finally {
+      await device.close();
     }
   });
 
