@@ -16,6 +16,7 @@ import * as m014 from '../../migrations/014_mfa_enrollment_owner.js';
 import * as m015 from '../../migrations/015_api_session_origin.js';
 import * as m016 from '../../migrations/016_identity_permissions.js';
 import * as m017 from '../../migrations/017_policy_session_limit.js';
+import * as m019 from '../../migrations/019_device_flow.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -39,6 +40,7 @@ const migrations: Record<string, Knex.Migration> = {
   '015_api_session_origin': m015,
   '016_identity_permissions': m016,
   '017_policy_session_limit': m017,
+  '019_device_flow': m019,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -157,6 +157,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '015_api_session_origin',
         '016_identity_permissions',
         '017_policy_session_limit',
+        '019_device_flow',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);
