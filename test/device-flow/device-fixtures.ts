@@ -92,3 +92,46 @@ export function pollOnce(client: HttpsClient, deviceCode: string) {
 export function startDevice(config: oc.Configuration, scope = 'openid offline_access', extra = {}) {
   return oc.initiateDeviceAuthorization(config, { scope, ...extra });
 }
+
+/** Where a device code stands in the database (its poll state), by its user code. */
+export async function deviceRow(server: TestServer, userCode: string) {
+  const normalized = userCode.replace(/-/g, '');
+  return server.app
+    .knex('oidc_payloads')
+    .where({ model: 'DeviceCode', user_code: normalized })
+    .first('polled_at', 'poll_interval', 'expires_at', 'consumed_at', 'payload');
+}
+
+/** Moves a device code's last poll `seconds` into the past, as if the device had waited that long. */
+export async function agePoll(server: TestServer, userCode: string, seconds: number) {
+  await server.app.knex.raw(
+    `UPDATE oidc_payloads SET polled_at = polled_at - make_interval(secs => ?)
+      WHERE model = 'DeviceCode' AND user_code = ?`,
+    [seconds, userCode.replace(/-/g, '')],
+  );
+}
+
+/** Makes a device code expired `seconds` ago, in its row and in its payload. */
+export async function expireDeviceCode(server: TestServer, userCode: string, seconds: number) {
+  await server.app.knex.raw(
+    `UPDATE oidc_payloads
+        SET expires_at = now() - make_interval(secs => ?),
+            payload = jsonb_set(payload, '{exp}', to_jsonb(floor(extract(epoch from now()))::int - ?))
+      WHERE model = 'DeviceCode' AND user_code = ?`,
+    [seconds, seconds, userCode.replace(/-/g, '')],
+  );
+}
+
+/** The person opens the link, confirms, and signs in with a password: answers the result page. */
+export async function personSignsIn(
+  browser: Browser,
+  verificationUriComplete: string,
+  credentials: { username: string; password: string },
+) {
+  const { login } = await confirmCode(browser, verificationUriComplete);
+  if (login.status !== 303) throw new Error(`confirm: ${login.status} ${login.text}`);
+  const page = new URL(login.header('location')!, 'https://x');
+  return browser.post(page.pathname + page.search, {
+    form: { authRequestId: authRequestIdOf(login), ...credentials },
+  });
+}

@@ -1,0 +1,231 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { capturedAuditLog } from '../helpers/audit-log.js';
+import { refreshTokens } from '../helpers/oidc-client.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { payloadOf } from '../oidc/oidc-fixtures.js';
+import {
+  agePoll,
+  confirmCode,
+  cookieJar,
+  deviceClient,
+  deviceRow,
+  expireDeviceCode,
+  headingOf,
+  inputValue,
+  personSignsIn,
+  pollOnce,
+  startDevice,
+} from './device-fixtures.js';
+
+const admin = { username: ADMIN_USERNAME, password: ADMIN_PASSWORD };
+
+describe('device authorization grant: polls, refusals and the person’s pages', () => {
+  let server: TestServer;
+  let device: Awaited<ReturnType<typeof deviceClient>>;
+  const audit = capturedAuditLog();
+  beforeAll(async () => {
+    server = await startTestServer({ logger: audit.logger });
+    device = await deviceClient(server);
+  });
+  afterAll(async () => {
+    await device.close();
+    await server.close();
+  });
+
+  const edgeCall = (accessToken: string) =>
+    server.client.get('/edge/client/v1/current-identity', {
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
+
+  /** A device code the admin has confirmed and signed in for. */
+  async function confirmedDevice(scope?: string, extra?: Record<string, string | string[]>) {
+    const started = await startDevice(device.config, scope, extra);
+    const done = await personSignsIn(cookieJar(server.client), started.verification_uri_complete!, admin);
+    expect(headingOf(done.text)).toBe('Device signed in');
+    return started;
+  }
+
+  test('authorization_pending until the person confirms; polls faster than the interval get slow_down, +5 s each time, the state kept in the database', async () => {
+    const started = await startDevice(device.config);
+
+    const first = await pollOnce(server.client, started.device_code);
+    const second = await pollOnce(server.client, started.device_code);
+
+    expect(first.status).toBe(400);
+    expect(first.body.error).toBe('authorization_pending');
+    expect(second.status).toBe(400);
+    expect(second.body.error).toBe('slow_down');
+    expect((await deviceRow(server, started.user_code)).poll_interval).toBe(10);
+
+    // 8.5 s after the last poll: under the new 10 s interval by more than the 1 s of jitter.
+    await agePoll(server, started.user_code, 8.5);
+    const third = await pollOnce(server.client, started.device_code);
+    expect(third.body.error).toBe('slow_down');
+    expect((await deviceRow(server, started.user_code)).poll_interval).toBe(15);
+
+    // 14.2 s after the last poll: within the jitter of the 15 s interval.
+    await agePoll(server, started.user_code, 14.2);
+    const fourth = await pollOnce(server.client, started.device_code);
+    expect(fourth.body.error).toBe('authorization_pending');
+    expect((await deviceRow(server, started.user_code)).poll_interval).toBe(15);
+  });
+
+  test('the person declines: the result page says so, and the device gets access_denied', async () => {
+    const started = await startDevice(device.config);
+    const browser = cookieJar(server.client);
+    const form = await browser.get(started.verification_uri_complete!);
+    const confirm = await browser.post('/oidc/device', {
+      form: { xsrf: inputValue(form.text, 'xsrf')!, user_code: inputValue(form.text, 'user_code')! },
+    });
+
+    const declined = await browser.post('/oidc/device', {
+      form: { xsrf: inputValue(confirm.text, 'xsrf')!, user_code: started.user_code, abort: 'yes' },
+    });
+    const poll = await pollOnce(server.client, started.device_code);
+
+    expect(declined.status).toBe(200);
+    expect(headingOf(declined.text)).toBe('Sign-in declined');
+    expect(poll.status).toBe(400);
+    expect(poll.body.error).toBe('access_denied');
+    expect(audit.events().some((e) => e.event === 'oidc.device.declined')).toBe(true);
+  });
+
+  test('an expired device code answers expired_token until the janitor’s grace has passed, then invalid_grant', async () => {
+    const started = await startDevice(device.config);
+    await expireDeviceCode(server, started.user_code, 10);
+
+    const expired = await pollOnce(server.client, started.device_code);
+    const page = await cookieJar(server.client).get(started.verification_uri_complete!);
+    const entered = await confirmCode(cookieJar(server.client), started.verification_uri_complete!).catch(
+      (err: Error) => err.message,
+    );
+    await expireDeviceCode(server, started.user_code, 5 * 60 + 10);
+    const gone = await pollOnce(server.client, started.device_code);
+
+    expect(expired.status).toBe(400);
+    expect(expired.body.error).toBe('expired_token');
+    expect(page.status).toBe(200);
+    expect(entered).toContain('That code has expired');
+    expect(gone.status).toBe(400);
+    expect(gone.body.error).toBe('invalid_grant');
+    expect(audit.events().some((e) => e.event === 'oidc.device.expired')).toBe(true);
+  });
+
+  test('an unknown device code is invalid_grant', async () => {
+    const res = await pollOnce(server.client, 'not-a-device-code');
+
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_grant');
+  });
+
+  test('a used device code is invalid_grant, and its reuse revokes the tokens it issued (as a code replay does)', async () => {
+    const started = await confirmedDevice();
+    const issued = await pollOnce(server.client, started.device_code);
+    expect(issued.status).toBe(200);
+    expect((await edgeCall(issued.body.access_token)).status).toBe(200);
+
+    const replay = await pollOnce(server.client, started.device_code);
+
+    expect(replay.status).toBe(400);
+    expect(replay.body.error).toBe('invalid_grant');
+    await waitFor(async () => (await edgeCall(issued.body.access_token)).status === 401, {
+      what: 'the access token refused after the replay',
+    });
+    const refreshed = await refreshTokens(server.client, issued.body.refresh_token);
+    expect(refreshed.status).toBe(400);
+    expect(refreshed.body.error).toBe('invalid_grant');
+  });
+
+  test('parallel polls of one confirmed device code give exactly one token set', async () => {
+    const started = await confirmedDevice();
+
+    const polls = await Promise.all(
+      Array.from({ length: 8 }, () => pollOnce(server.client, started.device_code)),
+    );
+
+    const won = polls.filter((p) => p.status === 200);
+    expect(won).toHaveLength(1);
+    for (const lost of polls.filter((p) => p.status !== 200)) {
+      expect(lost.status).toBe(400);
+      expect(lost.body.error).toBe('invalid_grant');
+    }
+  });
+
+  test('the code form takes the code in any case, with or without the dash, and names it as the device shows it', async () => {
+    const started = await startDevice(device.config);
+    const browser = cookieJar(server.client);
+    const form = await browser.get('/oidc/device');
+    expect(inputValue(form.text, 'user_code')).toBeUndefined();
+    expect(form.text).toContain('autocomplete="off"');
+
+    const confirm = await browser.post('/oidc/device', {
+      form: {
+        xsrf: inputValue(form.text, 'xsrf')!,
+        user_code: started.user_code.replace('-', '').toLowerCase(),
+      },
+    });
+
+    expect(confirm.status).toBe(200);
+    expect(headingOf(confirm.text)).toBe(`Sign in on the device showing ${started.user_code}?`);
+    expect(confirm.text).toContain('name="confirm"');
+    expect(confirm.text).toContain('name="abort"');
+    expect(confirm.text).not.toContain('<script');
+  });
+
+  test('a form without its XSRF secret is refused and shown again, on our page', async () => {
+    const started = await startDevice(device.config);
+    const browser = cookieJar(server.client);
+    await browser.get('/oidc/device');
+
+    const res = await browser.post('/oidc/device', {
+      form: { xsrf: 'forged', user_code: started.user_code },
+    });
+
+    expect(res.status).toBe(400);
+    expect(res.header('content-security-policy')).toContain("default-src 'none'");
+    expect(res.text).toContain('This form has expired');
+    expect((await pollOnce(server.client, started.device_code)).body.error).toBe('authorization_pending');
+  });
+
+  test('the code form’s session cookie lives as long as a device code, not as a login session', async () => {
+    const res = await server.client.get('/oidc/device');
+    const cookie = res.headerAll('set-cookie').find((c) => c.startsWith('_session='))!;
+    const expires = new Date(/expires=([^;]+)/.exec(cookie)![1]!).getTime();
+
+    expect(expires - Date.now()).toBeLessThanOrEqual(600_000);
+    expect(cookie).toMatch(/httponly/i);
+    expect(cookie).toMatch(/secure/i);
+  });
+
+  test('the device authorization request needs openid (invalid_scope); configTypes and offline_access reach the tokens', async () => {
+    const noOpenid = await server.client.post('/oidc/device/auth', {
+      form: { client_id: 'svc', scope: 'offline_access' },
+    });
+    expect(noOpenid.status).toBe(400);
+    expect(noOpenid.body.error).toBe('invalid_scope');
+
+    // Repeated, as at the authorization endpoint (openid-client would join them into one value).
+    const started = await server.client.post('/oidc/device/auth', {
+      form: { client_id: 'svc', scope: 'openid offline_access', configTypes: ['ct-a', 'ct-b'] },
+    });
+    expect(started.status).toBe(200);
+    const done = await personSignsIn(cookieJar(server.client), started.body.verification_uri_complete, admin);
+    expect(headingOf(done.text)).toBe('Device signed in');
+    const issued = await pollOnce(server.client, started.body.device_code);
+
+    expect(issued.status).toBe(200);
+    expect(payloadOf(issued.body.access_token).z_ct).toEqual(['ct-a', 'ct-b']);
+    expect(issued.body.refresh_token).toBeDefined();
+  });
+
+  test('audit events name the device authorization and the confirmation', async () => {
+    await confirmedDevice();
+
+    const names = audit.events().map((e) => e.event);
+    expect(names).toContain('oidc.device.authorization');
+    expect(names).toContain('oidc.device.confirmed');
+    const confirmed = audit.events().find((e) => e.event === 'oidc.device.confirmed')!;
+    expect(typeof confirmed.identityId).toBe('string');
+  });
+});
