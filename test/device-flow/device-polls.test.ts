@@ -228,4 +228,20 @@ describe('device authorization grant: polls, refusals and the person’s pages',
     const confirmed = audit.events().find((e) => e.event === 'oidc.device.confirmed')!;
     expect(typeof confirmed.identityId).toBe('string');
   });
+
+  test('metrics count device authorizations, confirmations, declines and expiries', async () => {
+    const metrics = await server.client.get('/metrics');
+    const count = (event: string) =>
+      Number(
+        new RegExp(`^svc_device_flow_events_total\\{event="${event}"\\} (\\d+)$`, 'm').exec(
+          metrics.text,
+        )?.[1],
+      );
+
+    expect(metrics.status).toBe(200);
+    expect(count('authorization')).toBeGreaterThanOrEqual(8);
+    expect(count('confirmed')).toBeGreaterThanOrEqual(4);
+    expect(count('declined')).toBe(1);
+    expect(count('expired')).toBe(1);
+  });
 });
