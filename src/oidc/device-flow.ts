@@ -108,8 +108,10 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
     enabled: true,
     charset: 'base-20',
     mask: USER_CODE_MASK,
-    // The device's address as our request log and audit events see it (PROXY protocol included).
-    deviceInfo: (ctx: KoaContextWithOIDC) => ({ ip: sourceAddress() ?? ctx.ip }),
+    // The device's address as our request log and audit events see it (PROXY protocol included),
+    // and the issuer it asked: its tokens and refreshes are that issuer's, whatever host the
+    // person typed the code at (`deviceIssuerOf`).
+    deviceInfo: (ctx: KoaContextWithOIDC) => ({ ip: sourceAddress() ?? ctx.ip, issuer: ctx.oidc.issuer }),
     async userCodeInputSource(
       ctx: KoaContextWithOIDC,
       _form: string,
@@ -159,6 +161,15 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
     },
   };
   return feature as unknown as NonNullable<NonNullable<Configuration['features']>['deviceFlow']>;
+}
+
+/**
+ * The issuer a device asked for its code, when the login finishing on this request is for a
+ * device: the login's facts name it, so that the device's refresh tokens are redeemed there.
+ */
+export function deviceIssuerOf(ctx: KoaContextWithOIDC): string | undefined {
+  const issuer = (ctx.oidc.deviceCode?.deviceInfo as { issuer?: unknown } | undefined)?.issuer;
+  return typeof issuer === 'string' ? issuer : undefined;
 }
 
 /**

@@ -137,6 +137,49 @@ describe('device authorization grant: polls, refusals and the person’s pages',
     expect(refreshed.body.error).toBe('invalid_grant');
   });
 
+  test('the session is listed and revocable like any other: an admin ends it, and the device’s tokens stop working', async () => {
+    const started = await confirmedDevice();
+    const issued = await pollOnce(server.client, started.device_code);
+    const asid = payloadOf(issued.body.access_token).z_asid as string;
+    const adminHeaders = { 'svc-session': await server.adminToken() };
+    const listed = await server.client.get(`/edge/management/v1/api-sessions/${asid}`, {
+      headers: adminHeaders,
+    });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toMatchObject({ kind: 'oidc', authMethod: 'password' });
+
+    const ended = await server.client.delete(`/edge/management/v1/api-sessions/${asid}`, {
+      headers: adminHeaders,
+    });
+
+    expect(ended.status).toBeLessThan(300);
+    await waitFor(async () => (await edgeCall(issued.body.access_token)).status === 401, {
+      what: 'the access token refused after the session ended',
+    });
+    expect((await refreshTokens(server.client, issued.body.refresh_token)).body.error).toBe('invalid_grant');
+  });
+
+  test('the person may type the code at another issuer’s host: the device’s tokens and refreshes stay with its own issuer', async () => {
+    const localhost = server.url.replace('127.0.0.1', 'localhost');
+    const local = await deviceClient(server, 'localhost');
+    const atLocalhost = server.newClient({}, localhost);
+    try {
+      const started = await startDevice(local.config);
+      expect(started.verification_uri).toBe(`${localhost}/oidc/device`);
+      const viaIp = started.verification_uri_complete!.replace(localhost, server.url);
+
+      const done = await personSignsIn(cookieJar(server.client), viaIp, admin);
+      const issued = await pollOnce(atLocalhost, started.device_code);
+      const refreshed = await refreshTokens(atLocalhost, issued.body.refresh_token);
+
+      expect(headingOf(done.text)).toBe('Device signed in');
+      expect(payloadOf(issued.body.access_token).iss).toBe(`${localhost}/oidc`);
+      expect(refreshed.status).toBe(200);
+    } finally {
+      await local.close();
+    }
+  });
+
   test('parallel polls of one confirmed device code give exactly one token set', async () => {
     const started = await confirmedDevice();
 
