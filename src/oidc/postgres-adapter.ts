@@ -14,6 +14,7 @@ import { loginRowsEnd } from './login-lifetime.js';
 import { currentRequestScope } from '../services/request-scope.js';
 import {
   CODE_VERIFICATION_ROUTE,
+  DEVICE_RESUME_ROUTE,
   POLL_INTERVAL_SECONDS,
   POLL_JITTER_SECONDS,
   SLOW_DOWN_STEP_SECONDS,
@@ -64,6 +65,7 @@ const deviceCodesReadableAfter = (at: Date) => new Date(at.getTime() - EXPIRED_M
  * name), under this name. No id the provider generates contains a colon.
  */
 const BY_USER_CODE = 'user-code:';
+const PERSON_ROUTES = new Set([CODE_VERIFICATION_ROUTE, DEVICE_RESUME_ROUTE]);
 
 /** A device code the person has neither confirmed nor declined yet. */
 const isPending = (payload: Record<string, unknown>) => !payload.accountId && !payload.error;
@@ -244,6 +246,9 @@ export function createPostgresAdapter({
     private async findDeviceCode(id: string): Promise<AdapterPayload | undefined> {
       const at = now();
       if (id.startsWith(BY_USER_CODE)) {
+        // Only the person's side names codes so; a device code sent to the token endpoint in this
+        // form is no code (else it would tell which user codes exist, unthrottled).
+        if (!PERSON_ROUTES.has(routeOf() ?? '')) return undefined;
         const userCode = id.slice(BY_USER_CODE.length);
         const stored = await oidcPayloadsRepository.findByUserCode(
           knex,

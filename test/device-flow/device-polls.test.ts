@@ -112,11 +112,16 @@ describe('device authorization grant: polls, refusals and the person’s pages',
     expect(audit.events().some((e) => e.event === 'oidc.device.expired')).toBe(true);
   });
 
-  test('an unknown device code is invalid_grant', async () => {
-    const res = await pollOnce(server.client, 'not-a-device-code');
+  test('an unknown device code is invalid_grant, and a user code is no device code', async () => {
+    const started = await startDevice(device.config);
 
-    expect(res.status).toBe(400);
-    expect(res.body.error).toBe('invalid_grant');
+    const unknown = await pollOnce(server.client, 'not-a-device-code');
+    const byUserCode = await pollOnce(server.client, `user-code:${started.user_code.replace('-', '')}`);
+
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toBe('invalid_grant');
+    expect(byUserCode.status).toBe(400);
+    expect(byUserCode.body.error).toBe('invalid_grant');
   });
 
   test('a used device code is invalid_grant, and its reuse revokes the tokens it issued (as a code replay does)', async () => {
