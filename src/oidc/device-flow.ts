@@ -39,7 +39,7 @@ export interface ConfirmForm {
   userCode: string;
   /** The address the device asked from, when known. */
   deviceAddress?: string;
-  /** The device asks for a refresh token (`offline_access`): it stays signed in. */
+  /** The device asks for a refresh token (`offline_access`): it stays signed in (when known). */
   staysSignedIn: boolean;
 }
 
@@ -73,6 +73,17 @@ const prefilled = new WeakMap<IncomingMessage, string>();
 
 export function prefillUserCode(req: IncomingMessage, userCode: string): void {
   prefilled.set(req, userCode.slice(0, 64));
+}
+
+/**
+ * A code as the device shows it (`XXXX-XXXX`), from what a link carried: upper case, without
+ * anything but its letters (as the provider compares codes); undefined unless 8 of our letters.
+ */
+function shownAs(code: string): string | undefined {
+  const letters = code.toUpperCase().replace(/[^A-Z]/g, '');
+  return /^[BCDFGHJKLMNPQRSTVWXZ]{8}$/.test(letters)
+    ? `${letters.slice(0, 4)}-${letters.slice(4)}`
+    : undefined;
 }
 
 const secretOf = (ctx: KoaContextWithOIDC): string =>
@@ -136,7 +147,19 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
         audit.record({ event: 'oidc.device.user-code-wrong', outcome: 'failure' });
         await guesses.wrong(sourceAddress());
       }
-      const userCode = (err as { userCode?: string } | undefined)?.userCode ?? prefilled.get(ctx.req);
+      const link = prefilled.get(ctx.req);
+      if (!err && link !== undefined && shownAs(link) !== undefined) {
+        // `verification_uri_complete`: one page names the code and offers confirm and decline.
+        // The code is checked when the page is posted (where wrong codes are counted), not here:
+        // a lookup on GET would tell which codes exist.
+        return pages.confirm(ctx, {
+          action,
+          xsrf: secretOf(ctx),
+          userCode: shownAs(link)!,
+          staysSignedIn: false,
+        });
+      }
+      const userCode = (err as { userCode?: string } | undefined)?.userCode ?? link;
       pages.codeForm(ctx, { action, xsrf: secretOf(ctx), userCode, ...codeError(err) });
     },
     async userCodeConfirmSource(

@@ -45,18 +45,11 @@ export function inputValue(html: string, name: string): string | undefined {
 export const headingOf = (html: string) => /<h1>([^<]*)<\/h1>/.exec(html)?.[1];
 
 /**
- * The person opens `verification_uri_complete`, confirms on the code page and gets the first
- * login step: answers the 303 to the login page.
+ * The person opens `verification_uri_complete`: one page names the code and offers confirm and
+ * decline. They confirm, and get the first login step: answers the 303 to the login page.
  */
 export async function confirmCode(browser: Browser, verificationUriComplete: string) {
-  const form = await browser.get(verificationUriComplete);
-  if (form.status !== 200) throw new Error(`code form: ${form.status} ${form.text}`);
-  const confirmed = await browser.post('/oidc/device', {
-    form: {
-      xsrf: inputValue(form.text, 'xsrf')!,
-      user_code: inputValue(form.text, 'user_code')!,
-    },
-  });
+  const confirmed = await browser.get(verificationUriComplete);
   if (confirmed.status !== 200) throw new Error(`confirm page: ${confirmed.status} ${confirmed.text}`);
   const login = await browser.post('/oidc/device', {
     form: {
@@ -65,7 +58,7 @@ export async function confirmCode(browser: Browser, verificationUriComplete: str
       confirm: 'yes',
     },
   });
-  return { form, confirmed, login };
+  return { confirmed, login };
 }
 
 /** The auth request id of the login page a 303 points to. */

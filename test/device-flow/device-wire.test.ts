@@ -44,10 +44,12 @@ describe('device authorization grant: the wire end to end', () => {
     // The person's phone is another host than the device.
     const phone = server.newClient({ localAddress: '127.0.0.2' });
     const browser = cookieJar(phone);
-    const { form, confirmed, login } = await confirmCode(browser, started.verification_uri_complete!);
-    expect(form.text).not.toContain('<script');
-    expect(form.header('content-security-policy')).toContain("default-src 'none'");
+    // verification_uri_complete: one page names the code and offers confirm and decline.
+    const { confirmed, login } = await confirmCode(browser, started.verification_uri_complete!);
+    expect(confirmed.text).not.toContain('<script');
+    expect(confirmed.header('content-security-policy')).toContain("default-src 'none'");
     expect(headingOf(confirmed.text)).toBe(`Sign in on the device showing ${started.user_code}?`);
+    expect(confirmed.text).toContain('name="abort"');
     expect(login.status).toBe(303);
     const loginPage = new URL(login.header('location')!, server.url);
     expect(loginPage.pathname).toBe('/oidc/login/username');
