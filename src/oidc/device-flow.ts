@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
+import type { Configuration, CookiesSetOptions, KoaContextWithOIDC } from 'oidc-provider';
 import type { AuditTrail } from '../services/audit-trail.js';
 import { currentRequestScope } from '../services/request-scope.js';
 
@@ -109,6 +109,22 @@ function codeError(err: Error | undefined): { error: string; status: number } | 
 const sourceAddress = () => currentRequestScope()?.sourceAddress();
 
 /**
+ * A post of the code form that found no stored session (no cookie, a forged or an expired one)
+ * is shown the form again with a new secret, in a session the provider has just made: it would
+ * neither store that session (it persists only sessions it loaded) nor set its cookie, and the
+ * next post would fail the same way. The session gets the form's lifetime and its cookie here.
+ */
+function keepNewFormSession(ctx: KoaContextWithOIDC): void {
+  const session = ctx.oidc.session as unknown as { exp?: number; id: string } | undefined;
+  if (ctx.oidc.route !== CODE_VERIFICATION_ROUTE || !session || typeof session.exp === 'number') return;
+  session.exp = Math.floor(Date.now() / 1000) + CODE_FORM_SESSION_SECONDS;
+  // The provider's session cookie options, with the form's lifetime (`cookies` takes `expires`,
+  // which the provider's type leaves out).
+  const options = { httpOnly: true, sameSite: 'lax', expires: new Date(session.exp * 1000) };
+  ctx.oidc.cookies.set(ctx.oidc.provider.cookieName('session'), session.id, options as CookiesSetOptions);
+}
+
+/**
  * oidc-provider's device flow (RFC 8628) on our pages: the code form, its confirmation naming the
  * code, then the normal login steps, then a result page. No page of the provider's is shown (they
  * load fonts from elsewhere and run inline script).
@@ -130,6 +146,7 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
       err?: Error & { cause?: unknown },
     ) {
       const action = ctx.oidc.urlFor(CODE_VERIFICATION_ROUTE);
+      if (err) keepNewFormSession(ctx);
       if (err?.name === 'AbortedError') {
         // Declined on the confirmation page, or refused after the login (the identity went away).
         if (err.cause === undefined) {

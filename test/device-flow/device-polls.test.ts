@@ -10,6 +10,7 @@ import {
   cookieJar,
   deviceClient,
   deviceRow,
+  DEVICE_GRANT,
   expireDeviceCode,
   headingOf,
   inputValue,
@@ -230,6 +231,21 @@ describe('device authorization grant: polls, refusals and the person’s pages',
     expect((await pollOnce(server.client, started.device_code)).body.error).toBe('authorization_pending');
   });
 
+  test('a post without the form’s session is shown the form again, and the form then works', async () => {
+    const started = await startDevice(device.config);
+    const browser = cookieJar(server.client);
+
+    const lost = await browser.post('/oidc/device', { form: { xsrf: 'none', user_code: started.user_code } });
+    const again = await browser.post('/oidc/device', {
+      form: { xsrf: inputValue(lost.text, 'xsrf')!, user_code: started.user_code },
+    });
+
+    expect(lost.status).toBe(400);
+    expect(lost.text).toContain('This form has expired');
+    expect(again.status).toBe(200);
+    expect(headingOf(again.text)).toBe(`Sign in on the device showing ${started.user_code}?`);
+  });
+
   test('the code form’s session cookie lives as long as a device code, not as a login session', async () => {
     const res = await server.client.get('/oidc/device');
     const cookie = res.headerAll('set-cookie').find((c) => c.startsWith('_session='))!;
@@ -259,6 +275,33 @@ describe('device authorization grant: polls, refusals and the person’s pages',
     expect(issued.status).toBe(200);
     expect(payloadOf(issued.body.access_token).z_ct).toEqual(['ct-a', 'ct-b']);
     expect(issued.body.refresh_token).toBeDefined();
+  });
+
+  test('malformed requests get a 4xx answer, never a 5xx', async () => {
+    const answers = [
+      await server.client.post('/oidc/device/auth', { body: { client_id: 'svc', scope: 'openid' } }),
+      await server.client.post('/oidc/device/auth', {
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `client_id=svc&scope=openid&pad=${'x'.repeat(60 * 1024)}`,
+      }),
+      await server.client.post('/oidc/device/auth', { form: { scope: 'openid' } }),
+      await server.client.post('/oidc/device/auth', {
+        form: { client_id: 'svc', scope: ['openid', 'openid'] },
+      }),
+      await server.client.post('/oidc/device', { form: { user_code: 'BBBB-BBBB', confirm: 'yes' } }),
+      await server.client.post('/oidc/device', { body: 'not a form' }),
+      await server.client.post('/oidc/token', { form: { grant_type: DEVICE_GRANT, client_id: 'svc' } }),
+      await server.client.request('PUT', '/oidc/device'),
+    ];
+    const hostileLink = await server.client.get('/oidc/device?user_code=%3Cscript%3Ealert(1)%3C/script%3E');
+
+    for (const res of answers) {
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+    }
+    expect(hostileLink.status).toBe(200);
+    expect(headingOf(hostileLink.text)).toBe('Sign in on a device');
+    expect(hostileLink.text).not.toContain('<script');
   });
 
   test('audit events name the device authorization and the confirmation', async () => {
