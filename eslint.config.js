@@ -107,6 +107,14 @@ export default tseslint.config(
     },
   },
   {
+    // Stand-ins for other programs that tests start as processes (a headless device).
+    files: ['test/**/*.mjs'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(['console', 'process', 'URL', 'fetch'].map((g) => [g, 'readonly'])),
+    },
+  },
+  {
     files: ['examples/*/server.js', 'examples/cli-client/**/*.js'],
     languageOptions: { globals: { process: 'readonly' } },
   },

@@ -396,7 +396,8 @@ export const configSchema = z.object({
       authorizationPerSecond: int(10, 1, 1_000_000).meta({
         description:
           'Requests per second per client IP on GET /oidc/authorization, which stores an auth request ' +
-          'per call, and on its resume path /oidc/authorization/<uid>: a budget of its own, shared by both.',
+          'per call, and on its resume path /oidc/authorization/<uid>: a budget of its own, shared by both ' +
+          'and by the device flow endpoints POST /oidc/device/auth and GET/POST /oidc/device.',
       }),
       authorizationBurst: int(100, 1, 10_000_000).meta({ description: 'Burst of that limit.' }),
       introspectionPerSecond: int(100, 1, 1_000_000).meta({

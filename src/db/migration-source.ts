@@ -17,6 +17,7 @@ import * as m015 from '../../migrations/015_api_session_origin.js';
 import * as m016 from '../../migrations/016_identity_permissions.js';
 import * as m017 from '../../migrations/017_policy_session_limit.js';
 import * as m018 from '../../migrations/018_policy_bind_tokens.js';
+import * as m019 from '../../migrations/019_device_flow.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -41,6 +42,7 @@ const migrations: Record<string, Knex.Migration> = {
   '016_identity_permissions': m016,
   '017_policy_session_limit': m017,
   '018_policy_bind_tokens': m018,
+  '019_device_flow': m019,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

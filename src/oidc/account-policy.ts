@@ -6,6 +6,7 @@ import type { RevocationState } from '../services/revocation-state.js';
 import { presentedCertX5tS256 } from '../crypto/connection-certificate.js';
 import { currentRequestScope } from '../services/request-scope.js';
 import type { CompletedLogins } from './completed-logins.js';
+import { deviceIssuerOf } from './device-flow.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 import type { LoginState } from './login-state.js';
 import { confirmationOf, type LoginFacts, type OidcSessions, type SessionOrigin } from './oidc-sessions.js';
@@ -156,7 +157,9 @@ export function createAccountPolicy({
     const grantId = await grant.save();
     try {
       const openedUntil = completedLogins.openedSessionEnd(ctx.req, facts.apiSessionId);
-      await sessions.start(grantId, { ...facts, issuer: ctx.oidc.issuer }, originOfResult(ctx), openedUntil);
+      // A device's login is its issuer's, wherever the person typed the code.
+      const issuer = deviceIssuerOf(ctx) ?? ctx.oidc.issuer;
+      await sessions.start(grantId, { ...facts, issuer }, originOfResult(ctx), openedUntil);
     } catch (err) {
       // The identity was deleted between the login and here: no session, no grant, no code.
       if (!isForeignKeyViolation(err)) throw err;

@@ -19,6 +19,7 @@ import { createAccessTokenRevocation, type AccessTokenRevocation } from './acces
 import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
 import { createProvider, type GrantObserver, type OidcDurations } from './create-provider.js';
+import type { DevicePages, UserCodeGuesses } from './device-flow.js';
 import { createEndSession } from './end-session.js';
 import { createCompletedLogins } from './completed-logins.js';
 import { createGrantPrefetch } from './grant-prefetch.js';
@@ -63,6 +64,9 @@ export interface OidcDeps {
   onGrant?: GrantObserver;
   /** Held by the instance that runs a clean-up pass of the provider's expired rows. */
   janitorLock: InstanceLock;
+  /** The device authorization grant's pages (src/routes) and its count of wrong user codes. */
+  devicePages: DevicePages;
+  userCodeGuesses: UserCodeGuesses;
 }
 
 /** Every `edge-oidc` bind-point address with its URI patterns. */
@@ -85,7 +89,10 @@ interface RegistryDeps {
   accounts: AccountPolicy;
   onGrant?: GrantObserver;
   revokeAccessToken: AccessTokenRevocation;
+  device: ProviderDeviceDeps;
 }
+
+type ProviderDeviceDeps = Parameters<typeof createProvider>[0]['device'];
 
 /** One Provider per issuer, rebuilt from a key set; the URI matchers per listener. */
 function buildRegistry({
@@ -98,6 +105,7 @@ function buildRegistry({
   accounts,
   onGrant,
   revokeAccessToken,
+  device,
 }: RegistryDeps) {
   return createIssuerRegistry(issuerSpecs(config, listeners), (spec, issuer, keySet) => {
     const corsOriginAllowed = corsOriginMatcher(spec.redirectUris, config.corsOrigins);
@@ -116,6 +124,7 @@ function buildRegistry({
       logger,
       onGrant,
       revokeAccessToken,
+      device,
     });
     return {
       address: spec.address,
@@ -197,6 +206,7 @@ export async function createOidc(deps: OidcDeps) {
     accounts,
     onGrant: deps.onGrant,
     revokeAccessToken: createAccessTokenRevocation({ verifier, sessions }),
+    device: { pages: deps.devicePages, guesses: deps.userCodeGuesses, audit: deps.audit },
   });
   const watcher = createKeyWatcher({
     load: () => keys.loadKeySet(),

@@ -13,6 +13,14 @@ import Provider, {
 import type { JWK } from 'jose';
 import { isDatabaseUnavailable } from '../db/db-errors.js';
 import type { AccountPolicy } from './account-policy.js';
+import {
+  CODE_FORM_SESSION_SECONDS,
+  CODE_VERIFICATION_ROUTE,
+  DEVICE_CODE_SECONDS,
+  deviceAuthorizationResponse,
+  deviceFlowFeature,
+  type DeviceFlowDeps,
+} from './device-flow.js';
 import { CODE_SECONDS } from './login-lifetime.js';
 import { LOGIN_PATH_BY_HINT, LOGIN_PATHS, loginEndpointsOf } from './login-paths.js';
 
@@ -56,6 +64,8 @@ export interface ProviderOptions {
     clientId: string | undefined,
     connection: Socket | undefined,
   ) => Promise<void>;
+    /** The device authorization grant's pages, user-code throttle and audit (RFC 8628). */
+    device: DeviceFlowDeps;
 }
 
 /** Told each token endpoint outcome: the requested grant type, and whether tokens were issued. */
@@ -112,6 +122,7 @@ async function requireOpenidScope(ctx: KoaContextWithOIDC): Promise<void> {
 
 function ttls(d: OidcDurations): Configuration['ttl'] {
   return {
+    DeviceCode: DEVICE_CODE_SECONDS,
     AccessToken: d.accessTokenDuration,
     IdToken: d.idTokenDuration,
     // Each new refresh token lives refreshTokenDuration from its issue, never past its grant (the chain cap).
@@ -124,8 +135,10 @@ function ttls(d: OidcDurations): Configuration['ttl'] {
     Interaction: 600,
     // The cap of the refresh chain. The adapter ends a grant's row earlier (login-lifetime.ts).
     Grant: d.maxSessionDuration,
-    // Never stored (the adapter's upsert), so never longer than the request that made it.
-    Session: d.maxSessionDuration,
+    // Stored only behind the device code form, for its XSRF secret (the adapter's upsert); elsewhere
+    // never stored, so never longer than the request that made it.
+    Session: (ctx) =>
+      ctx?.oidc?.route === CODE_VERIFICATION_ROUTE ? CODE_FORM_SESSION_SECONDS : d.maxSessionDuration,
   };
 }
 
@@ -134,7 +147,7 @@ const svcClient = (): ClientMetadata => ({
   client_id: CLIENT_ID,
   application_type: 'web',
   token_endpoint_auth_method: 'none',
-  grant_types: ['authorization_code', 'refresh_token'],
+  grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
   response_types: ['code'],
   redirect_uris: [PLACEHOLDER_URI],
   post_logout_redirect_uris: [PLACEHOLDER_URI],
@@ -147,6 +160,8 @@ const ROUTES = {
   userinfo: '/userinfo',
   end_session: '/end_session',
   revocation: '/revoke',
+  device_authorization: '/device/auth',
+  code_verification: '/device',
 };
 
 /** `amr`, `auth_time` and our claims in every ID token; the defaults (`acr`, `sid`, …) kept. */
@@ -175,8 +190,13 @@ const resourceIndicators = (d: OidcDurations) => ({
   },
 });
 
-const features = (d: OidcDurations, accounts: AccountPolicy): Configuration['features'] => ({
+const features = (
+  d: OidcDurations,
+  accounts: AccountPolicy,
+  device: DeviceFlowDeps,
+): Configuration['features'] => ({
   devInteractions: { enabled: false },
+  deviceFlow: deviceFlowFeature(device),
   dPoP: { enabled: false },
   pushedAuthorizationRequests: { enabled: false },
   // One public client: it may revoke only its own tokens (RFC 7009 §2.1), and those of a grant
@@ -206,7 +226,7 @@ function configuration(o: ProviderOptions): Configuration {
     conformIdTokenClaims: false,
     pkce: { required: () => true },
     routes: ROUTES,
-    features: features(o.durations, o.accounts),
+    features: features(o.durations, o.accounts, o.device),
     interactions: { policy: policy(), url: (ctx, interaction) => loginUrl(ctx, interaction.uid) },
     rotateRefreshToken: true,
     // Codes and tokens are not bound to the provider's Session, which is never stored (the
@@ -302,6 +322,11 @@ export function createProvider(o: ProviderOptions): Provider {
     answerUnavailable(ctx);
   });
   if (o.revokeAccessToken) provider.use(structuredTokenRevocation(o.revokeAccessToken, o.logger));
+  provider.use(deviceAuthorizationResponse(o.device.audit));
+  // A poll of an expired device code (RFC 8628 §3.5 `expired_token`): the device gave up waiting.
+  provider.on('grant.error', (_ctx: KoaContextWithOIDC, err: { error?: unknown }) => {
+    if (err?.error === 'expired_token') o.device.audit.record({ event: 'oidc.device.expired' });
+  });
   // The provider is a Koa app of its own: without an 'error' listener Koa writes the errors that
   // reach it (a client's connection reset while its answer is written, a malformed pipelined
   // request) to stderr, outside the structured log and unbounded. Server errors come through

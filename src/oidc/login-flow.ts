@@ -62,6 +62,8 @@ interface InteractionLike {
   persist(): Promise<unknown>;
   /** What `persist` would hand to the adapter, before the adapter seals it (oidc-provider's BaseModel). */
   getValueAndPayload(): Promise<{ payload?: Record<string, unknown> }>;
+  /** Set when the login confirms a device authorization (RFC 8628): the device code's id. */
+  deviceCode?: string;
 }
 
 /** An identity with its auth policy, as the login's steps read them (not oidc-provider's `Account`). */
@@ -127,9 +129,15 @@ function requestedConfigTypes(params: Record<string, unknown>): string[] {
 /**
  * RFC 8705 §3: a login whose primary step was a client certificate, under a policy that binds
  * tokens, binds its tokens to that certificate; the policy as it is when the login completes.
+ * Not a device authorization's: the certificate is the person's browser's, and the tokens go to
+ * the device that polls, which never presented it.
  */
-function boundCertificate(state: LoginState, policy: AuthPolicy): Pick<LoginFacts, 'boundCertX5tS256'> {
-  return state.presentedCertX5tS256 && policy.primary.cert.bindTokens
+function boundCertificate(
+  pending: PendingLogin,
+  state: LoginState,
+  policy: AuthPolicy,
+): Pick<LoginFacts, 'boundCertX5tS256'> {
+  return state.presentedCertX5tS256 && policy.primary.cert.bindTokens && !pending.interaction.deviceCode
     ? { boundCertX5tS256: state.presentedCertX5tS256 }
     : {};
 }
@@ -308,7 +316,7 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       isAdmin: identity.isAdmin,
       tokenGeneration: identity.tokenGeneration,
       authTime: state.authTime,
-      ...boundCertificate(state, policy),
+      ...boundCertificate(pending, state, policy),
     };
     // One completion per auth request, decided by one conditional statement that marks its row
     // consumed. The row stays (the janitor removes it when it expires): a step of the same auth

@@ -4,8 +4,11 @@ import type { InstanceLock } from '../db/instance-lock.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import { drainExpired, runJanitor } from '../services/janitor.js';
 
-// Consumed codes and refresh tokens stay until they expire (replay detection); then a margin.
-const EXPIRED_MARGIN_MS = 5 * 60_000;
+/**
+ * Consumed codes and refresh tokens stay until they expire (replay detection); then a margin,
+ * during which an expired device code is still read, so that its polls answer `expired_token`.
+ */
+export const EXPIRED_MARGIN_MS = 5 * 60_000;
 
 /** One pass: every oidc-provider row expired for longer than the margin at `now`. */
 export function deleteExpiredOidcPayloads(knex: Knex, now: Date, signal?: AbortSignal): Promise<number> {

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Knex } from 'knex';
 import Provider, { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
+import { devicePollsRepository } from '../repositories/device-polls-repository.js';
 import { loginRowsRepository } from '../repositories/login-rows-repository.js';
 import { oidcPayloadsRepository } from '../repositories/oidc-payloads-repository.js';
 import {
@@ -10,6 +11,15 @@ import {
 import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 import { loginRowsEnd } from './login-lifetime.js';
+import { currentRequestScope } from '../services/request-scope.js';
+import {
+  CODE_VERIFICATION_ROUTE,
+  DEVICE_RESUME_ROUTE,
+  POLL_INTERVAL_SECONDS,
+  POLL_JITTER_SECONDS,
+  SLOW_DOWN_STEP_SECONDS,
+} from './device-flow.js';
+import { EXPIRED_MARGIN_MS } from './oidc-janitor.js';
 import { liveFacts } from './oidc-sessions.js';
 import { openPayload, sealPayload } from './stored-payload.js';
 
@@ -44,6 +54,21 @@ const isGrantToken = (model: string): model is GrantTokenModel =>
   model === 'AuthorizationCode' || model === 'RefreshToken';
 
 const epoch = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/** Expired device codes stay readable until the janitor's margin has passed (`expired_token`). */
+const deviceCodesReadableAfter = (at: Date) => new Date(at.getTime() - EXPIRED_MARGIN_MS);
+
+/**
+ * A device code found by its user code (the person's side) is named by this prefix and the user
+ * code instead of its own id, which is stored only as its hash (ADR 0004) and so cannot be given
+ * back: the provider saves it, and finds it again after the login (the interaction keeps the
+ * name), under this name. No id the provider generates contains a colon.
+ */
+const BY_USER_CODE = 'user-code:';
+const PERSON_ROUTES = new Set([CODE_VERIFICATION_ROUTE, DEVICE_RESUME_ROUTE]);
+
+/** A device code the person has neither confirmed nor declined yet. */
+const isPending = (payload: Record<string, unknown>) => !payload.accountId && !payload.error;
 
 /** What the adapter reads of the provider's request: its route name and its issuer. */
 type ProviderRequest = { req?: IncomingMessage; oidc?: { route?: string; issuer?: string } };
@@ -84,6 +109,7 @@ export function createPostgresAdapter({
   now = () => new Date(),
 }: PostgresAdapterDeps) {
   const requestOf = () => (requestContext() as ProviderRequest | undefined)?.req;
+  const routeOf = () => (requestContext() as ProviderRequest | undefined)?.oidc?.route;
 
   return class PostgresAdapter implements Adapter {
     constructor(private readonly model: string) {}
@@ -96,7 +122,8 @@ export function createPostgresAdapter({
      * (login-lifetime.ts). A refresh token moves the end of its login's rows to its own.
      */
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-      if (this.model === 'Session') return;
+      // Only the device code form's session is kept, for its XSRF secret (ADR 0005).
+      if (this.model === 'Session' && routeOf() !== CODE_VERIFICATION_ROUTE) return;
       if (this.model === 'Grant') prefetch?.forget(requestContext(), id);
       const at = now();
       const row = {
@@ -113,6 +140,21 @@ export function createPostgresAdapter({
         const loginEnd = loginRowsEnd(at, { kind: 'refresh-token', expiresAt: row.expiresAt });
         return loginRowsRepository.upsertAndExtend(knex, { ...row, grantId: row.grantId }, loginEnd);
       }
+      if (this.model === 'DeviceCode' && id.startsWith(BY_USER_CODE)) {
+        // The person has signed in for a device: its login's rows wait for the device's next
+        // poll until the device code expires, not just as long as an authorization code would.
+        const loginEnd = new Date(
+          Math.max(row.expiresAt?.getTime() ?? 0, loginRowsEnd(at, { kind: 'login' }).getTime()),
+        );
+        const accountId = typeof payload.accountId === 'string' ? payload.accountId : null;
+        await devicePollsRepository.saveByUserCode(
+          knex,
+          id.slice(BY_USER_CODE.length),
+          { payload: row.payload, grantId: row.grantId ?? null, accountId },
+          loginEnd,
+        );
+        return;
+      }
       await oidcPayloadsRepository.upsert(knex, row);
     }
 
@@ -122,6 +164,7 @@ export function createPostgresAdapter({
         const completed = completedLogins.interactionFor(requestOf(), id);
         if (completed) return this.reply(id, { payload: completed, consumedAt: null });
       }
+      if (this.model === 'DeviceCode') return this.findDeviceCode(id);
       const ctx = prefetch && requestContext();
       if (ctx && isGrantToken(this.model)) return this.findWithGrant(ctx, this.model, id);
       if (ctx && this.model === 'Grant') {
@@ -142,24 +185,38 @@ export function createPostgresAdapter({
 
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
       if (!plausible(userCode)) return undefined;
+      if (this.model !== 'DeviceCode') {
+        return this.reply(
+          undefined,
+          await oidcPayloadsRepository.findByUserCode(knex, this.model, userCode, now()),
+        );
+      }
       return this.reply(
-        undefined,
-        await oidcPayloadsRepository.findByUserCode(knex, this.model, userCode, now()),
+        `${BY_USER_CODE}${userCode}`,
+        await oidcPayloadsRepository.findByUserCode(
+          knex,
+          this.model,
+          userCode,
+          deviceCodesReadableAfter(now()),
+        ),
       );
     }
 
     /** Redeeming a code or refresh token issues an access token: its login's rows last at least as long. */
     async consume(id: string): Promise<void> {
       const at = now();
+      const loginEnd = loginRowsEnd(at, { kind: 'access-token', accessTokenSeconds });
       const consumed = isGrantToken(this.model)
-        ? await loginRowsRepository.consumeAndExtend(
-            knex,
-            this.model,
-            id,
-            at,
-            loginRowsEnd(at, { kind: 'access-token', accessTokenSeconds }),
-          )
-        : await oidcPayloadsRepository.consume(knex, this.model, id, at);
+        ? await loginRowsRepository.consumeAndExtend(knex, this.model, id, at, loginEnd)
+        : this.model === 'DeviceCode'
+          ? await devicePollsRepository.consume(
+              knex,
+              id,
+              at,
+              loginEnd,
+              currentRequestScope()?.sourceAddress() ?? null,
+            )
+          : await oidcPayloadsRepository.consume(knex, this.model, id, at);
       if (consumed) return;
       if (this.model === 'PushedAuthorizationRequest') {
         throw new errors.InvalidRequestUri('request_uri is invalid, expired, or was already used');
@@ -177,6 +234,45 @@ export function createPostgresAdapter({
     async revokeByGrantId(grantId: string): Promise<void> {
       prefetch?.forget(requestContext(), grantId);
       await oidcPayloadsRepository.deleteByGrantId(knex, grantId, this.model);
+    }
+
+    /**
+     * A device code, kept readable past its expiry until the janitor's margin (the provider then
+     * answers `expired_token`). At the token endpoint each find is a poll (RFC 8628 §3.5): the
+     * same statement records it, and a poll of a pending code earlier than its interval allows
+     * answers `slow_down`, the interval having grown by 5 s. Polls reach any instance, so the
+     * interval and the last poll live in the row.
+     */
+    private async findDeviceCode(id: string): Promise<AdapterPayload | undefined> {
+      const at = now();
+      if (id.startsWith(BY_USER_CODE)) {
+        // Only the person's side names codes so; a device code sent to the token endpoint in this
+        // form is no code (else it would tell which user codes exist, unthrottled).
+        if (!PERSON_ROUTES.has(routeOf() ?? '')) return undefined;
+        const userCode = id.slice(BY_USER_CODE.length);
+        const stored = await oidcPayloadsRepository.findByUserCode(
+          knex,
+          this.model,
+          userCode,
+          deviceCodesReadableAfter(at),
+        );
+        return this.reply(id, stored);
+      }
+      if (routeOf() !== 'token') {
+        return this.reply(
+          id,
+          await oidcPayloadsRepository.find(knex, this.model, id, deviceCodesReadableAfter(at)),
+        );
+      }
+      const polled = await devicePollsRepository.poll(knex, id, at, deviceCodesReadableAfter(at), {
+        interval: POLL_INTERVAL_SECONDS,
+        jitter: POLL_JITTER_SECONDS,
+        step: SLOW_DOWN_STEP_SECONDS,
+      });
+      if (polled?.tooEarly && !polled.consumedAt && isPending(openPayload(id, polled.payload))) {
+        throw new errors.SlowDown(`poll at most every ${polled.interval} seconds`);
+      }
+      return this.reply(id, polled);
     }
 
     /**

@@ -18,6 +18,8 @@ input[aria-invalid=true]{border:2px solid #b00020}
 button{display:block;width:100%;font:inherit;font-weight:600;margin-top:1.5rem;padding:.65rem 1rem;border:0;border-radius:4px;background:#1f4fbf;color:#fff;cursor:pointer}
 :focus-visible{outline:3px solid #1f4fbf;outline-offset:2px}
 button:focus-visible{outline-color:#0b2a6f}
+button.secondary{background:#fff;color:#1f4fbf;border:2px solid #1f4fbf;margin-top:.75rem}
+.usercode{font:600 1.5rem/1.2 ui-monospace,monospace;letter-spacing:.1em}
 .error{color:#b00020;border-left:4px solid #b00020;padding:.25rem .75rem;margin:0 0 1rem}
 img.qr{display:block;margin:1rem auto;width:16rem;max-width:100%;height:auto;image-rendering:pixelated}
 code{font-size:1rem;overflow-wrap:anywhere}

@@ -50,6 +50,11 @@ export interface RouteDeps {
   loginLimiter: RateLimiter;
   /** Per-address limit on `GET /oidc/authorization`, which stores an auth request per call. */
   authorizationLimiter: RateLimiter;
+  /**
+   * Wrong user codes at `POST /oidc/device`, per address: 10 a minute, then 429 until the window
+   * has passed (RFC 8628 §5.1). Counted by the provider's code form, checked before it.
+   */
+  userCodeLimiter: RateLimiter;
   /** Per calling identity (not per address) on `POST /oidc/token/introspection`. */
   introspectionLimiter: RateLimiter;
   /** The OIDC provider, its login flow, token verifier, sessions and signing keys. */

@@ -98,6 +98,14 @@ export function createMetricsRegistry() {
     labelNames: ['grant_type', 'outcome'] as const,
     registers,
   });
+  const deviceFlow = new Counter({
+    name: 'svc_device_flow_events_total',
+    help:
+      'Device authorization grant (RFC 8628): device codes issued (authorization), confirmed and declined ' +
+      'by a person, polled after expiry (expired), wrong user codes and the addresses refused for them (throttled).',
+    labelNames: ['event'] as const,
+    registers,
+  });
   const passwordVerify = new Histogram({
     name: 'svc_password_verify_seconds',
     help: 'Time of one Argon2id password verification (the dummy one for unknown users included).',
@@ -119,6 +127,12 @@ export function createMetricsRegistry() {
     'revocation.published': () => revocationsPublished.inc(),
     'revocation.received': () => revocationsReceived.inc(),
     'key.rotated': () => keyRotations.inc(),
+    'oidc.device.authorization': () => deviceFlow.inc({ event: 'authorization' }),
+    'oidc.device.confirmed': () => deviceFlow.inc({ event: 'confirmed' }),
+    'oidc.device.declined': () => deviceFlow.inc({ event: 'declined' }),
+    'oidc.device.expired': () => deviceFlow.inc({ event: 'expired' }),
+    'oidc.device.user-code-wrong': () => deviceFlow.inc({ event: 'user-code-wrong' }),
+    'oidc.device.user-code-throttled': () => deviceFlow.inc({ event: 'throttled' }),
   };
 
   return {
@@ -141,7 +155,7 @@ export function createMetricsRegistry() {
       series.duration.observe(seconds);
     },
 
-    /** An audit-trail listener: logins, second factors, revocations and key rotations. */
+    /** An audit-trail listener: logins, second factors, revocations, key rotations, device flow events. */
     countAuditEvent(event: AuditEvent): void {
       if (Object.hasOwn(auditCounters, event.event)) auditCounters[event.event]!(event);
     },

@@ -158,6 +158,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '016_identity_permissions',
         '017_policy_session_limit',
         '018_policy_bind_tokens',
+        '019_device_flow',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

@@ -136,7 +136,7 @@ export async function layoutFacts(page: Page) {
         return !wanted || document.activeElement === wanted;
       },
       undefined,
-      { timeout: 2000 },
+      { timeout: 2000, polling: 50 },
     )
     .catch(() => undefined);
   return page.evaluate(() => ({
