@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { stripVTControlCharacters } from 'node:util';
 import QRCode from 'qrcode';
 import { createApiClient, type ApiClient } from './api-client.js';
 import { CliError } from './cli-error.js';
@@ -74,7 +75,7 @@ async function start(api: ApiClient, endpoint: string): Promise<DeviceAuthorizat
 async function qrCode(io: CliIo, text: string): Promise<string | undefined> {
   if (!io.stdout.isTTY || io.env.TERM === 'dumb') return undefined;
   const qr = await QRCode.toString(text, { type: 'terminal', small: true });
-  const width = Math.max(...qr.split('\n').map((line) => line.replace(/\x1b\[[0-9;]*m/g, '').length));
+  const width = Math.max(...qr.split('\n').map((line) => stripVTControlCharacters(line).length));
   const columns = Number(io.env.COLUMNS) || io.stdout.columns;
   if (columns !== undefined && columns < width) return undefined;
   return qr;

@@ -65,7 +65,8 @@ describe('svc login --device', () => {
     );
     expect(result.stdout).toMatch(/^or open https:\/\/127\.0\.0\.1:\d+\/oidc\/device\?user_code=/m);
     // stdout is a pipe: no QR code, no escape sequences.
-    expect(result.stdout).not.toMatch(/[\u001b▀▄█]/);
+    expect(result.stdout).not.toMatch(/[▀▄█]/);
+    expect(result.stdout).not.toContain('\u001b');
     expect(result.stdout).toContain(`Logged in to ${server.url} as ${ADMIN_USERNAME}`);
     expect(mode(sessionFileOf(home))).toBe(0o600);
     const session = readSession(home);
