@@ -97,6 +97,25 @@ function codeError(err: Error | undefined): { error: string; status: number } | 
 
 const sourceAddress = () => currentRequestScope()?.sourceAddress();
 
+/** The provider's session of the code form was stored (it has an expiry); a new one was not. */
+const storedSession = (ctx: KoaContextWithOIDC) =>
+  typeof (ctx.oidc.session as { exp?: unknown } | undefined)?.exp === 'number';
+
+/**
+ * A post of the code form without its session (no cookie, or the session has ended): the provider
+ * would show the form again with a new XSRF secret in a session it never stored, and then fail
+ * to persist it (a 500). The person is sent back to the form instead (a GET starts a session),
+ * with the code they typed filled in.
+ */
+function backToCodeForm(ctx: KoaContextWithOIDC, action: string, err?: Error) {
+  (ctx.oidc.session as unknown as { touched: boolean }).touched = false;
+  const typed = (err as { userCode?: unknown } | undefined)?.userCode ?? ctx.oidc.params?.user_code;
+  const query =
+    typeof typed === 'string' && typed !== '' ? `?user_code=${encodeURIComponent(typed.slice(0, 64))}` : '';
+  ctx.redirect(`${action}${query}`);
+  ctx.status = 303;
+}
+
 /**
  * oidc-provider's device flow (RFC 8628) on our pages: the code form, its confirmation naming the
  * code, then the normal login steps, then a result page. No page of the provider's is shown (they
@@ -117,6 +136,7 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
       err?: Error & { cause?: unknown },
     ) {
       const action = ctx.oidc.urlFor(CODE_VERIFICATION_ROUTE);
+      if (ctx.method === 'POST' && !storedSession(ctx)) return backToCodeForm(ctx, action, err);
       if (err?.name === 'AbortedError') {
         // Declined on the confirmation page, or refused after the login (the identity went away).
         if (err.cause === undefined) {
