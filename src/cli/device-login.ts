@@ -142,7 +142,7 @@ export async function deviceLogin(io: CliIo, json: boolean, origin: string, ca: 
     let identity: { id: string; name: string };
     try {
       ({ data: identity } = await signedIn.get<{ id: string; name: string }>(
-        '/edge/client/v1/current-identity',
+        '/edge/management/v1/current-identity',
       ));
     } finally {
       await signedIn.close();

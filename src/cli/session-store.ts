@@ -108,9 +108,13 @@ export function loadSession(env: Record<string, string | undefined>): StoredSess
   return { url, token, ca };
 }
 
-/** A lock older than this was left by a process that died while refreshing. */
-const STALE_LOCK_MS = 30_000;
-const LOCK_WAIT_MS = 15_000;
+/**
+ * A lock older than this was left by a process that died while refreshing: well past the API
+ * client's 60 s inactivity limit, which ends a refresh that gets no answer.
+ */
+const STALE_LOCK_MS = 120_000;
+/** How long a command waits for another one's refresh (which gives up after 60 s) before giving up. */
+const LOCK_WAIT_MS = 75_000;
 
 /**
  * Runs `fn` while holding `session.json.lock` (created exclusively). Refresh tokens rotate and a

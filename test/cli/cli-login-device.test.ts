@@ -225,6 +225,20 @@ describe('svc login --device', () => {
     expect(again.code).toBe(0);
   }, 120_000);
 
+  test('a session ended on the server (svc edge delete api-session) says to run svc login again', async () => {
+    const home = newHome();
+    expect((await deviceLogin(home)).code).toBe(0);
+    const { accessToken } = readSession(home);
+
+    const ended = await runSvc(['edge', 'delete', 'api-session', payloadOf(accessToken).z_asid], { home });
+    const after = await runSvc(['edge', 'list', 'identities'], { home });
+
+    expect(ended.code).toBe(0);
+    expect(after.code).toBe(1);
+    expect(oneLine(after.stderr)).toBe(true);
+    expect(after.stderr).toMatch(/^svc: .*\(UNAUTHORIZED\): the session has ended, run svc login again\n$/);
+  });
+
   test('a refresh the server refuses says to run svc login again', async () => {
     const home = newHome();
     expect((await deviceLogin(home)).code).toBe(0);
