@@ -140,7 +140,10 @@ export const loginCommand: CommandSpec = {
     yes: { type: 'boolean', short: 'y' },
   },
   optionHelp: [
-    ['--device', 'sign in on another device (a phone): prints a URL, a code and a QR code, and waits'],
+    [
+      '--device',
+      'sign in on another device (a phone): prints a URL and a code (a QR code on a terminal), and waits',
+    ],
     ['-u, --username <user>', 'the username (required without --device)'],
     ['-p, --password <password>', 'the password; asked on the terminal when omitted'],
     ['--password-stdin', 'read the password from stdin'],
