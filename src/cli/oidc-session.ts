@@ -64,6 +64,9 @@ async function refreshGrant(session: OidcSession): Promise<OidcSession> {
     const error = typeof body.error === 'string' ? body.error : `HTTP ${status}`;
     if (error === 'invalid_grant')
       throw new CliError(`the session has ended (its refresh token was refused): ${SIGN_IN_AGAIN}`);
+    // Overloaded or restarting (429, 503 temporarily_unavailable): the session itself is intact.
+    if (status === 429 || status >= 500)
+      throw new CliError(`the controller could not refresh the session just now (${error}): try again`);
     throw new CliError(`refreshing the session failed (${error}): ${SIGN_IN_AGAIN}`);
   } finally {
     await api.close();
