@@ -116,7 +116,7 @@ export default tseslint.config(
   },
   {
     files: ['examples/*/server.js', 'examples/cli-client/**/*.js'],
-    languageOptions: { globals: { process: 'readonly' } },
+    languageOptions: { globals: { process: 'readonly', AbortSignal: 'readonly' } },
   },
   {
     files: ['examples/spa/app.js'],

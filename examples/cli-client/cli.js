@@ -2,7 +2,9 @@
 // A native (CLI) client of the svc controller, the flow device SDKs use: the Authorization Code
 // Flow with PKCE and a loopback redirect on a random port (RFC 8252 §7.3), then a call to the
 // Edge API, a token refresh, and the call again with the new access token.
-// Run: NODE_EXTRA_CA_CERTS=data/pki/ca.pem node examples/cli-client/cli.js https://127.0.0.1:1280/oidc
+// With --device, for a machine without a browser: the device authorization grant (RFC 8628); the
+// person signs in on another device with the code it prints, while it polls.
+// Run: NODE_EXTRA_CA_CERTS=data/pki/ca.pem node examples/cli-client/cli.js https://127.0.0.1:1280/oidc [--device]
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
@@ -12,6 +14,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     json: { type: 'boolean', default: false },
+    device: { type: 'boolean', default: false },
     'client-id': { type: 'string', default: 'svc' },
     api: { type: 'string' },
     timeout: { type: 'string', default: '300' },
@@ -19,7 +22,7 @@ const { values, positionals } = parseArgs({
 });
 if (positionals.length !== 1) {
   console.error(
-    'usage: cli.js <issuer URL, e.g. https://127.0.0.1:1280/oidc> [--json] [--api <Edge client API URL>]',
+    'usage: cli.js <issuer URL, e.g. https://127.0.0.1:1280/oidc> [--device] [--json] [--api <Edge client API URL>]',
   );
   process.exit(2);
 }
@@ -100,25 +103,60 @@ async function currentIdentity(accessToken) {
   return (await response.json()).data;
 }
 
-const state = client.randomState();
-const { listening, callback } = loopback(state);
-const redirectUri = `http://127.0.0.1:${await listening}/auth/callback`;
-const codeVerifier = client.randomPKCECodeVerifier();
-const authorizationUrl = client.buildAuthorizationUrl(config, {
-  redirect_uri: redirectUri,
-  scope: 'openid offline_access',
-  code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
-  code_challenge_method: 'S256',
-  state,
-});
-say('Open this URL in a browser to sign in:');
-// Always on stdout, alone on its line, for whoever opens it (a person, xdg-open, a test).
-console.log(authorizationUrl.href);
+/** The code flow with PKCE and a loopback redirect: needs a browser on this machine. */
+async function signInWithBrowser() {
+  const state = client.randomState();
+  const { listening, callback } = loopback(state);
+  const redirectUri = `http://127.0.0.1:${await listening}/auth/callback`;
+  const codeVerifier = client.randomPKCECodeVerifier();
+  const authorizationUrl = client.buildAuthorizationUrl(config, {
+    redirect_uri: redirectUri,
+    scope: 'openid offline_access',
+    code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+    code_challenge_method: 'S256',
+    state,
+  });
+  say('Open this URL in a browser to sign in:');
+  // Always on stdout, alone on its line, for whoever opens it (a person, xdg-open, a test).
+  console.log(authorizationUrl.href);
 
-const tokens = await client.authorizationCodeGrant(config, await callback, {
-  pkceCodeVerifier: codeVerifier,
-  expectedState: state,
-});
+  return client.authorizationCodeGrant(config, await callback, {
+    pkceCodeVerifier: codeVerifier,
+    expectedState: state,
+  });
+}
+
+/**
+ * The device authorization grant (RFC 8628): the person signs in on another device. openid-client
+ * polls every `interval` seconds, slows down by 5 s when told to, and gives up when the code
+ * expires (or after --timeout).
+ */
+async function signInOnAnotherDevice() {
+  const started = await client.initiateDeviceAuthorization(config, { scope: 'openid offline_access' });
+  say(`On another device, open ${started.verification_uri} and enter the code ${started.user_code},`);
+  say('or open this link (it carries the code):');
+  // Always on stdout, alone on its line: the link to open, or to show as a QR code.
+  console.log(started.verification_uri_complete);
+  try {
+    return await client.pollDeviceAuthorizationGrant(config, started, undefined, {
+      signal: AbortSignal.timeout(Number(values.timeout) * 1000),
+    });
+  } catch (err) {
+    if (err instanceof client.ResponseBodyError && err.error === 'access_denied')
+      throw new Error('the sign-in was declined');
+    if (err instanceof client.ResponseBodyError && err.error === 'expired_token')
+      throw new Error('the code expired before the sign-in was confirmed');
+    throw err;
+  }
+}
+
+let tokens;
+try {
+  tokens = values.device ? await signInOnAnotherDevice() : await signInWithBrowser();
+} catch (err) {
+  console.error(`cli.js: ${err.message}`);
+  process.exit(1);
+}
 const claims = tokens.claims();
 const identity = await currentIdentity(tokens.access_token);
 say(`Signed in as ${identity.name} (${identity.id}); the access token expires in ${tokens.expiresIn()} s.`);

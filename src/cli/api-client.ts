@@ -8,6 +8,8 @@ export interface ApiClientOptions {
   ca: string;
   /** Legacy session token (header `svc-session`). */
   token?: string;
+  /** OIDC access token (header `Authorization: Bearer`), e.g. of `svc login --device`. */
+  accessToken?: string;
   /** Client certificate and key for mutual TLS (OTTCA enrollment). */
   cert?: string;
   key?: string;
@@ -88,14 +90,26 @@ export function createApiClient(options: ApiClientOptions) {
   const origin = new URL(options.url).origin;
   const agent = new Agent({ ca: options.ca, cert: options.cert, key: options.key, keepAlive: true });
 
-  function send(method: string, path: string, o: RequestOptions, accept: string) {
+  function send(
+    method: string,
+    path: string,
+    o: RequestOptions & { form?: Record<string, string> },
+    accept: string,
+  ) {
     const url = new URL(path, origin);
     for (const [k, v] of Object.entries(o.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, String(v));
-    const body = o.body === undefined ? undefined : JSON.stringify(o.body);
     const headers: Record<string, string> = { accept };
     if (options.token) headers['svc-session'] = options.token;
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    else if (options.accessToken) headers.authorization = `Bearer ${options.accessToken}`;
+    let body: string | undefined;
+    if (o.form !== undefined) {
+      body = new URLSearchParams(o.form).toString();
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+    } else if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers['content-type'] = 'application/json';
+    }
     return new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = httpsRequest(url, { method, agent, headers, timeout: TIMEOUT_MS }, (res) => {
         let text = '';
@@ -123,9 +137,27 @@ export function createApiClient(options: ApiClientOptions) {
     return { data: parsed.data as T, meta: parsed.meta ?? {} };
   }
 
+  /**
+   * An OAuth 2 endpoint (`/oidc/…`): a form body, and the JSON answer as it is, error or not
+   * (its errors are `{error, error_description}`, not the Edge envelope).
+   */
+  async function oauth(method: string, path: string, form?: Record<string, string>) {
+    const { status, text } = await send(method, path, { form }, 'application/json');
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      throw new CliError(`${path} answered HTTP ${status} with a body that is not JSON`);
+    }
+    if (body === null || typeof body !== 'object' || Array.isArray(body))
+      throw new CliError(`${path} answered HTTP ${status} with JSON that is not an object`);
+    return { status, body };
+  }
+
   return {
     origin,
     request,
+    oauth,
     get: <T = unknown>(path: string, o?: RequestOptions) => request<T>('GET', path, o),
     post: <T = unknown>(path: string, o?: RequestOptions) => request<T>('POST', path, o),
     delete: <T = unknown>(path: string, o?: RequestOptions) => request<T>('DELETE', path, o),

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createApiClient } from './api-client.js';
 import { CliError, UsageError } from './cli-error.js';
+import { deviceLogin } from './device-login.js';
 import { note, out, type CliIo } from './cli-io.js';
 import { stringOption, type CommandContext, type CommandSpec } from './command-spec.js';
 import { promptPassword, readPasswordFromStdin } from './password-input.js';
@@ -65,10 +66,40 @@ async function obtainCa(ctx: CommandContext, origin: string): Promise<string> {
   );
 }
 
+async function runDevice(ctx: CommandContext, origin: string): Promise<void> {
+  for (const option of ['username', 'password', 'password-stdin'])
+    if (ctx.values[option] !== undefined)
+      throw new UsageError(`--device signs in on another device: it takes no --${option}`);
+  const ca = await obtainCa(ctx, origin);
+  const { path, session, identity } = await deviceLogin(ctx.io, ctx.json, origin, ca);
+  if (ctx.json)
+    out(
+      ctx.io,
+      JSON.stringify(
+        {
+          url: origin,
+          sessionFile: path,
+          identityId: identity.id,
+          identity: { id: identity.id, name: identity.name },
+          accessTokenExpiresAt: session.accessTokenExpiresAt,
+          refreshable: session.refreshToken !== undefined,
+        },
+        null,
+        2,
+      ),
+    );
+  else
+    out(
+      ctx.io,
+      `Logged in to ${origin} as ${identity.name}; the access token is refreshed before it expires`,
+    );
+}
+
 async function run(ctx: CommandContext): Promise<void> {
   const origin = controllerOrigin(ctx.positionals[0]!);
+  if (ctx.values.device) return runDevice(ctx, origin);
   const username = stringOption(ctx.values, 'username');
-  if (!username) throw new UsageError('svc login needs -u <user>');
+  if (!username) throw new UsageError('svc login needs -u <user>, or --device');
   const ca = await obtainCa(ctx, origin);
   let password = stringOption(ctx.values, 'password');
   if (password === undefined) {
@@ -98,8 +129,10 @@ async function run(ctx: CommandContext): Promise<void> {
 export const loginCommand: CommandSpec = {
   words: ['login'],
   args: '<url>',
-  summary: 'log in with a username and password and keep the session for the other commands',
+  summary:
+    'log in with a username and password, or on another device (--device), and keep the session for the other commands',
   options: {
+    device: { type: 'boolean' },
     username: { type: 'string', short: 'u' },
     password: { type: 'string', short: 'p' },
     'password-stdin': { type: 'boolean' },
@@ -107,7 +140,11 @@ export const loginCommand: CommandSpec = {
     yes: { type: 'boolean', short: 'y' },
   },
   optionHelp: [
-    ['-u, --username <user>', 'the username (required)'],
+    [
+      '--device',
+      'sign in on another device (a phone): prints a URL and a code (a QR code on a terminal), and waits',
+    ],
+    ['-u, --username <user>', 'the username (required without --device)'],
     ['-p, --password <password>', 'the password; asked on the terminal when omitted'],
     ['--password-stdin', 'read the password from stdin'],
     ['--ca <file>', "PEM file of the controller's CA, e.g. <data dir>/pki/ca.pem"],

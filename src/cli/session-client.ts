@@ -1,12 +1,22 @@
 import { createApiClient, type ApiClient } from './api-client.js';
 import { CliError } from './cli-error.js';
 import type { CliIo } from './cli-io.js';
-import { loadSession } from './session-store.js';
+import { freshSession } from './oidc-session.js';
+import { isOidcSession, loadSession } from './session-store.js';
 
-/** Runs `fn` with a client of the stored session; an expired session says how to get a new one. */
+/**
+ * Runs `fn` with a client of the stored session: an OIDC session (`svc login --device`) sends its
+ * access token as `Authorization: Bearer`, refreshed first when it is about to expire; a password
+ * login's sends `svc-session`. An ended session says how to get a new one.
+ */
 export async function withSessionApi<T>(io: CliIo, fn: (api: ApiClient) => Promise<T>): Promise<T> {
-  const session = loadSession(io.env);
-  const api = createApiClient({ url: session.url, ca: session.ca, token: session.token });
+  const stored = loadSession(io.env);
+  const session = isOidcSession(stored) ? await freshSession(io.env, stored) : stored;
+  const api = createApiClient(
+    isOidcSession(session)
+      ? { url: session.url, ca: session.ca, accessToken: session.accessToken }
+      : { url: session.url, ca: session.ca, token: session.token },
+  );
   try {
     return await fn(api);
   } catch (err) {

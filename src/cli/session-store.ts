@@ -1,13 +1,44 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CliError } from './cli-error.js';
 
-/** What `svc login` keeps: the controller, its CA (PEM text, not a path) and the session token. */
-export interface StoredSession {
+/** What `svc login -u` keeps: the controller, its CA (PEM text, not a path) and the session token. */
+export interface LegacySession {
   url: string;
   token: string;
   ca: string;
 }
+
+/** What `svc login --device` keeps: OIDC tokens, refreshed before the access token expires. */
+export interface OidcSession {
+  kind: 'oidc';
+  url: string;
+  ca: string;
+  /** The token endpoint discovery named at login; the refreshes go there. */
+  tokenEndpoint: string;
+  accessToken: string;
+  /** When the access token was issued and when it expires (ISO 8601), to refresh in time. */
+  obtainedAt: string;
+  accessTokenExpiresAt: string;
+  /** Absent when the server issued none: the session then ends with its access token. */
+  refreshToken?: string;
+}
+
+/** Session files written before `--device` existed are legacy ones (no `kind`). */
+export type StoredSession = LegacySession | OidcSession;
+
+export const isOidcSession = (s: StoredSession): s is OidcSession => 'kind' in s && s.kind === 'oidc';
 
 /** `$XDG_CONFIG_HOME/svc/session.json`, else `~/.config/svc/session.json`. */
 export function sessionPath(env: Record<string, string | undefined>): string {
@@ -51,9 +82,75 @@ export function loadSession(env: Record<string, string | undefined>): StoredSess
   } catch {
     throw new CliError(`${path} is not valid JSON: run svc login again`);
   }
-  const { url, token, ca } = parsed;
-  if (typeof url !== 'string' || typeof token !== 'string' || typeof ca !== 'string') {
-    throw new CliError(`${path} is incomplete: run svc login again`);
+  const incomplete = () => new CliError(`${path} is incomplete: run svc login again`);
+  if (parsed === null || typeof parsed !== 'object') throw incomplete();
+  if ((parsed as { kind?: unknown }).kind === 'oidc') {
+    const p = parsed as Partial<OidcSession>;
+    const strings = [p.url, p.ca, p.tokenEndpoint, p.accessToken, p.obtainedAt, p.accessTokenExpiresAt];
+    if (
+      strings.some((v) => typeof v !== 'string') ||
+      !['string', 'undefined'].includes(typeof p.refreshToken)
+    )
+      throw incomplete();
+    return {
+      kind: 'oidc',
+      url: p.url!,
+      ca: p.ca!,
+      tokenEndpoint: p.tokenEndpoint!,
+      accessToken: p.accessToken!,
+      obtainedAt: p.obtainedAt!,
+      accessTokenExpiresAt: p.accessTokenExpiresAt!,
+      ...(p.refreshToken === undefined ? {} : { refreshToken: p.refreshToken }),
+    };
   }
+  const { url, token, ca } = parsed as Partial<LegacySession>;
+  if (typeof url !== 'string' || typeof token !== 'string' || typeof ca !== 'string') throw incomplete();
   return { url, token, ca };
+}
+
+/**
+ * A lock older than this was left by a process that died while refreshing: well past the API
+ * client's 60 s inactivity limit, which ends a refresh that gets no answer.
+ */
+const STALE_LOCK_MS = 120_000;
+/** How long a command waits for another one's refresh (which gives up after 60 s) before giving up. */
+const LOCK_WAIT_MS = 75_000;
+
+/**
+ * Runs `fn` while holding `session.json.lock` (created exclusively). Refresh tokens rotate and a
+ * rotated one presented again revokes the whole session, so two `svc` commands started together
+ * must not both refresh: the second waits, then reads the tokens the first saved.
+ */
+export async function withSessionLock<T>(
+  env: Record<string, string | undefined>,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const lock = `${sessionPath(env)}.lock`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      closeSync(openSync(lock, 'wx', 0o600));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new CliError(`cannot lock ${lock}: ${(err as Error).message}`);
+    }
+    let age = 0;
+    try {
+      age = Date.now() - statSync(lock).mtimeMs;
+    } catch {
+      continue; // released in between: try again at once
+    }
+    if (age > STALE_LOCK_MS) rmSync(lock, { force: true });
+    else if (Date.now() > deadline)
+      throw new CliError(
+        `${lock} is held by another svc command: try again, or remove it if none is running`,
+      );
+    else await sleep(100);
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
 }

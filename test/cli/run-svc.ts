@@ -44,6 +44,15 @@ export function runSvc(args: string[], o: SvcOptions): Promise<SvcResult> {
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
+/** Starts the CURRENT `svc` source on a pseudo-terminal (util-linux `script`); its output is the screen. */
+export function spawnSvcInTerminal(args: string[], o: SvcOptions): ChildProcessWithoutNullStreams {
+  const command = [process.execPath, '--import', tsxLoader, entry, ...args].map(shellQuote).join(' ');
+  return spawn('script', ['-qec', command, '/dev/null'], {
+    cwd: o.cwd ?? o.home,
+    env: { PATH: process.env.PATH ?? '', HOME: o.home, XDG_CONFIG_HOME: `${o.home}/config`, ...o.env },
+  });
+}
+
 /**
  * Runs `svc` on a pseudo-terminal (util-linux `script`), typing each reply once its prompt has
  * appeared, as a person would. Returns everything the terminal showed.

@@ -9,6 +9,9 @@
 //   directory whose data/pki/ca.pem is the controller's CA, with the port put in. The browser step
 //   is the same login, done by the test with the URL the script prints; the code goes in at the
 //   script's prompt. The answers it prints and the tokens it keeps are then checked.
+// - device authorization grant: the ```js block under "## A device without a browser" runs like the
+//   first one; the person's side (the code page, confirm, the password login) is done by the test
+//   with the link the script prints, while the script polls. Its tokens are then checked.
 // - oidc-client-ts: the page's UserManager settings must be the text of examples/spa/app.js, which
 //   test/browser/spa.test.ts runs in Chromium; its calls and config keys must be the example's.
 //
@@ -16,9 +19,10 @@
 // they run on the PGlite leg of CI only.
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { cookieJar, personSignsIn } from '../device-flow/device-fixtures.js';
 import { createHttpsClient } from '../helpers/https-client.js';
 import { followToCallback } from '../helpers/oidc-client.js';
 import { spawnController, waitListening, type SpawnedController } from '../helpers/spawn-controller.js';
@@ -56,6 +60,19 @@ function openidClientSnippet(markdown: string): string {
   if (!block.includes(BROWSER_MARK)) throw new Error(`the snippet lost the line "${BROWSER_MARK}"`);
   return block;
 }
+
+const DEVICE_SECTION = 'A device without a browser';
+
+/** What the device script prints after the page's snippet: what it got, without tokens. */
+const afterDeviceSnippet = `
+console.log(JSON.stringify({
+  identity: identity.name,
+  amr: tokens.claims().amr,
+  apiSession: tokens.claims().z_asid,
+  rotated: refreshed.refresh_token !== tokens.refresh_token,
+  refreshedAccessToken: refreshed.access_token,
+}));
+`;
 
 const CURL_SECTION = 'Any OAuth 2 library';
 /** The line of the curl script that waits for the code the browser came back with. */
@@ -149,6 +166,12 @@ describe('docs/integrating.md', () => {
     return controller;
   }
 
+  /** The snippets import openid-client as an application would: from ./node_modules. */
+  function linkNodeModules() {
+    if (!existsSync(join(work, 'node_modules')))
+      symlinkSync(join(root, 'node_modules'), join(work, 'node_modules'));
+  }
+
   afterAll(async () => {
     if (controller && controller.child.exitCode === null) {
       controller.child.kill('SIGTERM');
@@ -170,7 +193,7 @@ describe('docs/integrating.md', () => {
       const { port } = await running();
 
       const program = snippet.replace(BROWSER_MARK, `${BROWSER_MARK}\n${browserStep}`) + afterSnippet;
-      symlinkSync(join(root, 'node_modules'), join(work, 'node_modules'));
+      linkNodeModules();
       writeFileSync(join(work, 'app.mjs'), program.replaceAll('localhost:1280', `localhost:${port}`));
 
       const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>(
@@ -201,6 +224,64 @@ describe('docs/integrating.md', () => {
       expect(String(result.logout)).toMatch(
         new RegExp(`^https://localhost:${port}/oidc/end_session\\?.*id_token_hint=`),
       );
+    },
+    180_000,
+  );
+
+  (onPglite ? test : test.skip)(
+    'the device flow snippet polls while the person signs in on the link it printed, then calls the Edge API and refreshes',
+    async () => {
+      const snippet = fenced(section(integrating(), DEVICE_SECTION), 'js', DEVICE_SECTION);
+      expect(snippet).toContain('client.pollDeviceAuthorizationGrant(');
+      const { port, ca } = await running();
+      linkNodeModules();
+      writeFileSync(
+        join(work, 'device.mjs'),
+        (snippet + afterDeviceSnippet).replaceAll('localhost:1280', `localhost:${port}`),
+      );
+
+      const script = spawn(process.execPath, ['device.mjs'], {
+        cwd: work,
+        env: { PATH: process.env.PATH, NODE_EXTRA_CA_CERTS: join(dataDir, 'pki', 'ca.pem') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      script.stdout.on('data', (d) => (stdout += d));
+      script.stderr.on('data', (d) => (stderr += d));
+      const closed = new Promise<number | null>((done) => script.on('close', (code) => done(code)));
+      const phone = createHttpsClient(`https://localhost:${port}`, { ca: ca() });
+      try {
+        const link = await waitFor(
+          () =>
+            /^(https:\/\/localhost:\d+\/oidc\/device\?user_code=\S+)$/m.exec(stdout)?.[1] ??
+            (script.exitCode !== null ? 'exited' : undefined),
+          { timeout: 60_000, what: 'the verification link on the script output' },
+        );
+        if (link === 'exited') throw new Error(`the script ended before its link:\n${stderr}\n${stdout}`);
+        expect(stdout).toMatch(
+          new RegExp(
+            `^On your phone, open https://localhost:${port}/oidc/device and enter [B-Z]{4}-[B-Z]{4}$`,
+            'm',
+          ),
+        );
+
+        await personSignsIn(cookieJar(phone), link, { username: 'admin', password: ADMIN_PASSWORD });
+
+        const code = await closed;
+        if (code !== 0) throw new Error(`the script failed (exit ${code}):\n${stderr}\n${stdout}`);
+        const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+        expect(result).toMatchObject({ identity: 'admin', amr: ['pwd'], rotated: true });
+        expect(typeof result.apiSession).toBe('string');
+        const me = await phone.get('/edge/client/v1/current-identity', {
+          headers: { authorization: `Bearer ${String(result.refreshedAccessToken)}` },
+        });
+        expect([me.status, me.body.data?.name]).toEqual([200, 'admin']);
+      } finally {
+        if (script.exitCode === null && script.signalCode === null) script.kill('SIGTERM');
+        await closed;
+        await phone.close();
+      }
     },
     180_000,
   );

@@ -2,14 +2,24 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import { generateRootCa, issueClientCert } from '../../src/crypto/pki.js';
 import { leafUnderExpiredIntermediate, serverAuthOnlyLeaf } from '../helpers/hostile-certificates.js';
-import type { HttpsClient } from '../helpers/https-client.js';
+import type { HttpsClient, TestResponse } from '../helpers/https-client.js';
 import { followToCallback, passwordLogin, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { usingPostgres } from '../helpers/test-database.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
+import {
+  confirmCode,
+  cookieJar,
+  DEVICE_GRANT,
+  expireDeviceCode,
+  headingOf,
+  inputValue,
+  personSignsIn,
+  pollOnce,
+} from '../device-flow/device-fixtures.js';
 import { businessRows } from './business-rows.js';
 import { hostileRequest, type Targets } from './hostile-requests.js';
 import { edgeOperations, oidcOperations, type Operation } from './operations.js';
-import { responseProblems } from './response-checks.js';
+import { oauthErrorProblems, pageProblems, responseProblems } from './response-checks.js';
 import { describeExchange, sendAll, type Exchange } from './send-hostile.js';
 
 /** CI replays one fixed seed; `npm run fuzz` passes a random one (printed, so it can be replayed). */
@@ -45,6 +55,8 @@ function metricRoutes(ops: Operation[]): Set<string> {
     'revoke',
     'userinfo',
     'end_session',
+    'device/auth',
+    'device',
   ])
     routes.add(`/oidc/${name}`);
   for (const doc of ['openid-configuration', 'oauth-authorization-server']) {
@@ -52,6 +64,15 @@ function metricRoutes(ops: Operation[]): Set<string> {
     routes.add(`/oidc/.well-known/${doc}`);
   }
   return routes;
+}
+
+/** A device authorization of the admin's CLI, as a device would ask for it. */
+async function startDeviceFlow(client: HttpsClient) {
+  const res = await client.post('/oidc/device/auth', {
+    form: { client_id: 'svc', scope: 'openid offline_access' },
+  });
+  if (res.status !== 200) throw new Error(`device authorization: ${res.status} ${res.text}`);
+  return res.body as { device_code: string; user_code: string; verification_uri_complete: string };
 }
 
 describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGlite'})`, () => {
@@ -141,8 +162,28 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
       const other = await passwordLogin(localhost, ADMIN_USERNAME, ADMIN_PASSWORD);
       grantTokens.refreshTokens.push(other.tokens.refresh_token!);
     }
+    // Device codes in each state a poll can find them in, and user codes to type.
+    const adminLogin = { username: ADMIN_USERNAME, password: ADMIN_PASSWORD };
+    const pending = await startDeviceFlow(server.client);
+    const confirmed = await startDeviceFlow(server.client);
+    await personSignsIn(cookieJar(server.client), confirmed.verification_uri_complete, adminLogin);
+    const used = await startDeviceFlow(server.client);
+    await personSignsIn(cookieJar(server.client), used.verification_uri_complete, adminLogin);
+    if ((await pollOnce(server.client, used.device_code)).status !== 200) throw new Error('device poll');
+    const expired = await startDeviceFlow(server.client);
+    await expireDeviceCode(server, expired.user_code, 10);
     const port = new URL(server.url).port;
     targets = {
+      device: {
+        deviceCodes: [pending, confirmed, used, expired].map((d) => d.device_code),
+        userCodes: [
+          pending.user_code,
+          pending.user_code.toLowerCase(),
+          pending.user_code.replace('-', ''),
+          used.user_code,
+          expired.user_code,
+        ],
+      },
       ids,
       authRequestIds,
       grantTokens,
@@ -227,6 +268,186 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
       });
       expect([res.status, res.body.error]).toEqual([400, 'invalid_grant']);
     }
+  });
+
+  test('device flow polls that are malformed, too big or replayed get RFC 6749 errors, never a 5xx', async () => {
+    const fresh = await startDeviceFlow(server.client);
+    const poll = (form: Record<string, string | string[]>, headers: Record<string, string> = {}) =>
+      server.client.post('/oidc/token', { form, headers });
+    const device = { grant_type: DEVICE_GRANT, client_id: 'svc' };
+    const cases: [string, Promise<TestResponse>, number, string[]][] = [
+      ['no device_code', poll(device), 400, ['invalid_request']],
+      ['an empty device_code', poll({ ...device, device_code: '' }), 400, ['invalid_request']],
+      [
+        'device_code twice',
+        poll({ ...device, device_code: [fresh.device_code, fresh.device_code] }),
+        400,
+        ['invalid_request'],
+      ],
+      ['an unknown device_code', poll({ ...device, device_code: 'x'.repeat(43) }), 400, ['invalid_grant']],
+      [
+        'a 64 KiB device_code',
+        poll({ ...device, device_code: 'A'.repeat(65_536) }),
+        400,
+        ['invalid_grant', 'invalid_request'],
+      ],
+      [
+        'control characters',
+        poll({ ...device, device_code: '\u0000\u001b[2J' }),
+        400,
+        ['invalid_grant', 'invalid_request'],
+      ],
+      ['the user code instead', poll({ ...device, device_code: fresh.user_code }), 400, ['invalid_grant']],
+      [
+        'another client',
+        poll({ ...device, client_id: 'other', device_code: fresh.device_code }),
+        401,
+        ['invalid_client'],
+      ],
+      [
+        'no client',
+        poll({ grant_type: DEVICE_GRANT, device_code: fresh.device_code }),
+        400,
+        ['invalid_request', 'invalid_client'],
+      ],
+      [
+        'a code grant with a device_code',
+        poll({ grant_type: 'authorization_code', client_id: 'svc', device_code: fresh.device_code }),
+        400,
+        ['invalid_request'],
+      ],
+      [
+        'a refresh grant with a device_code',
+        poll({ grant_type: 'refresh_token', client_id: 'svc', device_code: fresh.device_code }),
+        400,
+        ['invalid_request'],
+      ],
+      [
+        'a device grant with a refresh_token',
+        poll({ ...device, refresh_token: targets.grantTokens.refreshTokens[0]! }),
+        400,
+        ['invalid_request'],
+      ],
+    ];
+    for (const [what, answer, status, errors] of cases) {
+      const res = await answer;
+      expect({ what, status: res.status, problems: oauthErrorProblems(res) }).toEqual({
+        what,
+        status,
+        problems: [],
+      });
+      expect({ what, error: errors.includes(res.body.error) ? 'expected' : res.body.error }).toEqual({
+        what,
+        error: 'expected',
+      });
+    }
+    const huge = await server.client.post('/oidc/token', {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=${encodeURIComponent(DEVICE_GRANT)}&client_id=svc&device_code=${'x'.repeat(1024 * 1024)}`,
+    });
+    // Refused before it is parsed: the provider's body limit answers 400, ours 413.
+    expect([400, 413]).toContain(huge.status);
+    expect([huge.body.error, oauthErrorProblems(huge)]).toEqual(['invalid_request', []]);
+
+    // The code was never confirmed: all that broke nothing, it is still pending.
+    const still = await pollOnce(server.client, fresh.device_code);
+    expect(still.body.error).toMatch(/^(authorization_pending|slow_down)$/);
+
+    // A used code, presented again and again: invalid_grant each time.
+    const done = await startDeviceFlow(server.client);
+    await personSignsIn(cookieJar(server.client), done.verification_uri_complete, {
+      username: ADMIN_USERNAME,
+      password: ADMIN_PASSWORD,
+    });
+    expect((await pollOnce(server.client, done.device_code)).status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      const replay = await pollOnce(server.client, done.device_code);
+      expect([replay.status, replay.body.error, oauthErrorProblems(replay)]).toEqual([
+        400,
+        'invalid_grant',
+        [],
+      ]);
+    }
+  });
+
+  test('device authorization requests that are malformed get RFC 6749 errors, never a 5xx', async () => {
+    const ask = (form: Record<string, string | string[]>) =>
+      server.client.post('/oidc/device/auth', { form });
+    const cases: [string, Promise<TestResponse>, number, string][] = [
+      ['no scope', ask({ client_id: 'svc' }), 400, 'invalid_scope'],
+      ['no openid', ask({ client_id: 'svc', scope: 'offline_access' }), 400, 'invalid_scope'],
+      ['another client', ask({ client_id: 'other', scope: 'openid' }), 401, 'invalid_client'],
+      ['no client', ask({ scope: 'openid' }), 400, 'invalid_request'],
+      ['scope twice', ask({ client_id: 'svc', scope: ['openid', 'openid'] }), 400, 'invalid_request'],
+    ];
+    for (const [what, answer, status, error] of cases) {
+      const res = await answer;
+      expect({ what, status: res.status, error: res.body.error, problems: oauthErrorProblems(res) }).toEqual({
+        what,
+        status,
+        error,
+        problems: [],
+      });
+    }
+  });
+
+  test('wrong, used and expired user codes get the code form again with what went wrong, never a 5xx', async () => {
+    const browser = cookieJar(server.client);
+    // Each page of the form carries a new XSRF secret: the person types into the latest one.
+    let page = (await browser.get('/oidc/device')).text;
+    const enter = async (userCode: string) => {
+      const res = await browser.post('/oidc/device', {
+        form: { xsrf: inputValue(page, 'xsrf')!, user_code: userCode },
+      });
+      page = res.text;
+      return res;
+    };
+    const used = targets.device.userCodes[3]!;
+    const expired = targets.device.userCodes[4]!;
+    const cases: [string, string][] = [
+      ['BCDF-GHJK', 'No sign-in is waiting for that code.'],
+      ['AEIO-UAEI', 'No sign-in is waiting for that code.'],
+      ['x'.repeat(5000), 'No sign-in is waiting for that code.'],
+      ['<script>alert(1)</script>', 'No sign-in is waiting for that code.'],
+      ['', 'Enter the code your device shows.'],
+      [used, 'That code has already been used.'],
+      [expired, 'That code has expired.'],
+    ];
+    for (const [userCode, message] of cases) {
+      const res = await enter(userCode);
+      expect({ userCode: userCode.slice(0, 30), status: res.status, problems: pageProblems(res) }).toEqual({
+        userCode: userCode.slice(0, 30),
+        status: 400,
+        problems: [],
+      });
+      expect(res.text).toContain(message);
+      expect(res.text).not.toContain('<script>alert');
+    }
+    // Without the form's XSRF secret, or with fields twice, even the right code gets the form again.
+    for (const form of [
+      { xsrf: 'forged', user_code: targets.device.userCodes[0]! },
+      { xsrf: [inputValue(page, 'xsrf')!, 'x'], user_code: targets.device.userCodes[0]! },
+      { xsrf: inputValue(page, 'xsrf')!, user_code: [targets.device.userCodes[0]!, 'BCDF-GHJK'] },
+    ]) {
+      const res = await browser.post('/oidc/device', { form });
+      page = res.text;
+      expect([res.status, pageProblems(res)]).toEqual([400, []]);
+      expect(res.text).toContain('This form has expired');
+    }
+    // Without the form's session at all: back to the form (a GET starts one).
+    const sessionless = await server.client.post('/oidc/device', {
+      form: { xsrf: 'forged', user_code: targets.device.userCodes[0]! },
+    });
+    expect(sessionless.status).toBe(303);
+    expect(headingOf((await server.client.get(sessionless.header('location')!)).text)).toBe(
+      'Sign in on a device',
+    );
+    // A code confirmed once cannot be confirmed again by someone else.
+    const again = await confirmCode(
+      cookieJar(server.client),
+      `/oidc/device?user_code=${encodeURIComponent(used)}`,
+    ).catch((err: Error) => err.message);
+    expect(again).toContain('That code has already been used.');
   });
 
   test('the metrics name route templates, never raw paths', async () => {

@@ -30,6 +30,11 @@ export interface Targets {
   authRequestIds: string[];
   /** Real codes and refresh tokens, issued under another issuer than the one requests pick by default. */
   grantTokens: { codes: string[]; refreshTokens: string[] };
+  /**
+   * Device codes (pending, confirmed, used, expired) and user codes (pending, used), some of them
+   * as a person might type them (lower case, without the dash).
+   */
+  device: { deviceCodes: string[]; userCodes: string[] };
   /** The Host values of the listener's issuers: any of them may be sent. */
   hosts: string[];
   credentials: Record<'admin-session' | 'admin-bearer', Record<string, string>>;
@@ -96,7 +101,14 @@ function valueFor(name: string, targets: Targets): fc.Arbitrary<string> {
       'name = "a" or 1=1',
       'true',
     ],
-    grant_type: ['authorization_code', 'refresh_token', 'client_credentials', 'password', 'urn:x'],
+    grant_type: [
+      'authorization_code',
+      'refresh_token',
+      'client_credentials',
+      'password',
+      'urn:x',
+      'urn:ietf:params:oauth:grant-type:device_code',
+    ],
     response_type: ['code', 'token', 'id_token', 'code id_token', ''],
     client_id: ['svc', 'other', ''],
     redirect_uri: [
@@ -119,6 +131,10 @@ function valueFor(name: string, targets: Targets): fc.Arbitrary<string> {
     code: targets.grantTokens.codes,
     refresh_token: targets.grantTokens.refreshTokens,
     token: targets.grantTokens.refreshTokens,
+    device_code: targets.device.deviceCodes,
+    user_code: targets.device.userCodes,
+    confirm: ['yes', ''],
+    abort: ['yes', ''],
   };
   const known = Object.hasOwn(plausible, name) ? plausible[name] : undefined;
   const hostile = fc.oneof(hostileString, badCredentialString);
@@ -443,8 +459,8 @@ function headersFor(caller: Caller, targets: Targets): fc.Arbitrary<Record<strin
   return fc.tuple(base, extra).map(([a, b]) => ({ ...b, ...a }));
 }
 
-/** The endpoints that redeem or revoke codes and refresh tokens. */
-const GRANT_ENDPOINTS = new Set(['/oidc/token', '/oidc/revoke']);
+/** The endpoints that issue, redeem or revoke codes and tokens (the device flow's included). */
+const GRANT_ENDPOINTS = new Set(['/oidc/token', '/oidc/revoke', '/oidc/device/auth', '/oidc/device']);
 
 /**
  * Headers for `op`; at the grant endpoints also a Host of any issuer of the listener, so real codes

@@ -1,7 +1,11 @@
 import { resolve } from '../openapi/response-validator.js';
 
-/** How an error of an operation must look (README, APIs; docs/operations.md). */
-export type ErrorShape = 'edge' | 'oauth' | 'edge-or-oauth';
+/**
+ * How an error of an operation must look (README, APIs; docs/operations.md). `page`: a page of
+ * the person's side of the device flow, whose errors are our HTML pages (or the Edge envelope
+ * where the request is refused before any page, e.g. 413).
+ */
+export type ErrorShape = 'edge' | 'oauth' | 'edge-or-oauth' | 'page';
 
 /** One operation the suite attacks: from the served OpenAPI documents, or the hand list of /oidc. */
 export interface Operation {
@@ -108,7 +112,10 @@ const TOKEN_PARAMS = [
   'refresh_token',
   'scope',
   'client_secret',
+  'device_code',
 ];
+/** The fields of the device flow's code form and its confirmation (src/routes/oidc-device-pages.ts). */
+const DEVICE_FORM_FIELDS = ['xsrf', 'user_code', 'confirm', 'abort'];
 
 /**
  * The /oidc endpoints by hand (no OpenAPI document describes them): the login steps of
@@ -134,6 +141,13 @@ export function oidcOperations(): Operation[] {
     // The provider's resume of an auth request; a uid it cannot route to is a JSON 404 in the Edge envelope.
     oidc('GET', '/oidc/authorization/{uid}', { errorShape: 'edge-or-oauth', queryNames: AUTHORIZE_PARAMS }),
     oidc('POST', '/oidc/token', { errorShape: 'oauth', bodySchema: objectOf(TOKEN_PARAMS) }),
+    // The device authorization grant (RFC 8628): the device's request, and the person's pages.
+    oidc('POST', '/oidc/device/auth', {
+      errorShape: 'oauth',
+      bodySchema: objectOf(['client_id', 'scope', 'configTypes']),
+    }),
+    oidc('GET', '/oidc/device', { errorShape: 'page', queryNames: ['user_code'] }),
+    oidc('POST', '/oidc/device', { errorShape: 'page', bodySchema: objectOf(DEVICE_FORM_FIELDS) }),
     oidc('POST', '/oidc/revoke', {
       errorShape: 'oauth',
       bodySchema: objectOf(['token', 'token_type_hint', 'client_id']),

@@ -53,6 +53,16 @@ export function oauthErrorProblems(res: TestResponse): string[] {
   return problems;
 }
 
+/** A page of the person's side: the login pages' CSP (no script) and a heading saying what happened. */
+export function pageProblems(res: TestResponse): string[] {
+  const problems: string[] = [];
+  if (!String(res.header('content-security-policy')).includes("default-src 'none'"))
+    problems.push(`page without the login pages' CSP: ${res.header('content-security-policy')}`);
+  if (/<script/i.test(res.text)) problems.push('page with a script');
+  if (!/<h1>[^<]+<\/h1>/.test(res.text)) problems.push('page without a heading');
+  return problems;
+}
+
 /** The response the Edge document names for this status, checked against its schema. */
 function documentedProblems(op: Operation, res: TestResponse): string[] {
   const path = op.path.slice(op.doc.servers[0].url.length);
@@ -69,8 +79,11 @@ export function responseProblems(op: Operation, req: HostileRequest, res: TestRe
     // A body over the limit is refused before anything reads it (docs/operations.md).
     // A query with control characters is refused before the body is read, just as early.
     const badQuery = res.status === 400 && res.body?.error?.cause?.reason === CONTROL_REASON;
-    if (!badQuery && !(op.errorShape !== 'edge' && res.status === 400))
-      problems.push(`oversize body answered ${res.status}`);
+    // The OAuth endpoints and the device code form read bodies with the provider's own, smaller
+    // limit (400); the code form sends a post without its session back to the form unread (303).
+    const providerRefusal = op.errorShape !== 'edge' && res.status === 400;
+    const backToForm = op.errorShape === 'page' && res.status === 303;
+    if (!badQuery && !providerRefusal && !backToForm) problems.push(`oversize body answered ${res.status}`);
   }
   // Writes get only bodies that can never be valid, or ids that do not exist.
   if (op.writes && res.status < 300)
@@ -93,6 +106,10 @@ export function responseProblems(op: Operation, req: HostileRequest, res: TestRe
     if (op.errorShape === 'oauth' && !bareBearer) problems.push(...oauth.map((p) => `RFC 6749 body: ${p}`));
     if (op.errorShape === 'edge-or-oauth' && edge.length && oauth.length)
       problems.push(`neither envelope: ${edge.join('; ')}`);
+    if (op.errorShape === 'page') {
+      if (String(res.header('content-type')).startsWith('text/html')) problems.push(...pageProblems(res));
+      else problems.push(...edge.map((p) => `neither a page nor the Edge envelope: ${p}`));
+    }
   } else if (res.status >= 300) {
     if (!res.header('location')) problems.push(`${res.status} without Location`);
     if (op.path === '/oidc/authorization' && ![302, 303].includes(res.status))
