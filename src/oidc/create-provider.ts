@@ -64,8 +64,8 @@ export interface ProviderOptions {
     clientId: string | undefined,
     connection: Socket | undefined,
   ) => Promise<void>;
-    /** The device authorization grant's pages, user-code throttle and audit (RFC 8628). */
-    device: DeviceFlowDeps;
+  /** The device authorization grant's pages, user-code throttle and audit (RFC 8628). */
+  device: DeviceFlowDeps;
 }
 
 /** Told each token endpoint outcome: the requested grant type, and whether tokens were issued. */
