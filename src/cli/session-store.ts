@@ -35,7 +35,7 @@ export interface OidcSession {
   refreshToken?: string;
 }
 
-/** Session files written before `--device` existed are legacy ones (no `kind`). */
+/** A session file without `kind` is a password login's: it holds a legacy session token. */
 export type StoredSession = LegacySession | OidcSession;
 
 export const isOidcSession = (s: StoredSession): s is OidcSession => 'kind' in s && s.kind === 'oidc';

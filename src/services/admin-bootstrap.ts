@@ -17,6 +17,17 @@ export interface BootstrapResult {
 const ADMIN_LOCK_KEY = 8319395793566789480n;
 
 /**
+ * 144 random bits, base64url, never starting with `-`: the password is typed after `-p` in
+ * `svc login`, where a leading dash reads as another option.
+ */
+export function generatedAdminPassword(): string {
+  for (;;) {
+    const password = randomBytes(18).toString('base64url');
+    if (!password.startsWith('-')) return password;
+  }
+}
+
+/**
  * Creates the first admin (the default admin) when no admin exists, under a
  * transaction-scoped advisory lock so that instances starting together create one.
  */
@@ -28,7 +39,7 @@ export async function ensureFirstAdmin(
   return inTransaction(knex, async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(?)', [ADMIN_LOCK_KEY.toString()]);
     if (await identitiesRepository.hasAdmin(trx)) return { created: false, username };
-    const generatedPassword = password ? undefined : randomBytes(18).toString('base64url');
+    const generatedPassword = password ? undefined : generatedAdminPassword();
     const identity = await identitiesRepository.insert(trx, {
       id: newId(),
       name: username,

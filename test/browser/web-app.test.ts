@@ -280,7 +280,17 @@ describeNeeding([BINARIES.chromium])(
       async () => {
         const api = managementApi(server, await server.adminToken());
         const name = 'browser-device';
-        const id = await createIdentity(api, { name, isAdmin: false, enrollment: { ott: true } });
+        // The web app's server redeems the code over its own connection, which cannot present the
+        // browser's certificate: a browser's certificate logins need a policy that binds nothing.
+        const unbound = await createPolicy(api, 'browser-cert-unbound', {
+          primary: { cert: { allowed: true, bindTokens: false } },
+        });
+        const id = await createIdentity(api, {
+          name,
+          isAdmin: false,
+          authPolicyId: unbound,
+          enrollment: { ott: true },
+        });
         const { token } = (await identityDetail(api, id)).enrollment.ott;
         const { keyPem, csrPem } = await generateClientKeyAndCsr({ commonName: name });
         const enrolled = await server.client.post(`${CLIENT}/enroll/ott`, {
