@@ -14,6 +14,7 @@ import type { JWK } from 'jose';
 import { isDatabaseUnavailable } from '../db/db-errors.js';
 import type { AccountPolicy } from './account-policy.js';
 import {
+  CODE_FORM_COOKIE_PATH,
   CODE_FORM_SESSION_SECONDS,
   CODE_VERIFICATION_ROUTE,
   DEVICE_CODE_SECONDS,
@@ -21,6 +22,7 @@ import {
   deviceFlowFeature,
   type DeviceFlowDeps,
 } from './device-flow.js';
+import { bindDeviceLogin } from './device-login-binding.js';
 import { CODE_SECONDS } from './login-lifetime.js';
 import { LOGIN_PATH_BY_HINT, LOGIN_PATHS, loginEndpointsOf } from './login-paths.js';
 
@@ -86,6 +88,20 @@ function loginUrl(ctx: KoaContextWithOIDC, uid: string): string {
     (typeof hint === 'string' && Object.hasOwn(LOGIN_PATH_BY_HINT, hint) && LOGIN_PATH_BY_HINT[hint]) ||
     (hasClientCertificate(ctx) ? LOGIN_PATHS.cert : LOGIN_PATHS.username);
   return `${path}?authRequestID=${encodeURIComponent(uid)}`;
+}
+
+/**
+ * A device authorization's interaction belongs to the browser that confirmed the code: the
+ * response that starts it sets that browser's cookie for the login (device-login-binding.ts).
+ */
+function bindToConfirmingBrowser(
+  ctx: KoaContextWithOIDC,
+  interaction: { uid: string; deviceCode?: unknown },
+  cookieKey: string,
+): void {
+  const userCode = (ctx.oidc.deviceCode as { userCode?: unknown } | undefined)?.userCode;
+  if (interaction.deviceCode === undefined || typeof userCode !== 'string') return;
+  bindDeviceLogin(ctx.cookies, cookieKey, { uid: interaction.uid, userCode, seconds: DEVICE_CODE_SECONDS });
 }
 
 function policy() {
@@ -213,7 +229,8 @@ function configuration(o: ProviderOptions): Configuration {
   return {
     adapter: o.Adapter,
     jwks: { keys: o.privateJwks },
-    cookies: { keys: o.cookieKeys },
+    // The provider's session cookie is read only by the device code form (ADR 0005's amendment).
+    cookies: { keys: o.cookieKeys, long: { path: CODE_FORM_COOKIE_PATH } },
     clients: [svcClient()],
     allowOmittingSingleRegisteredRedirectUri: false,
     clientBasedCORS: (_ctx, origin) => o.corsOriginAllowed(origin),
@@ -227,7 +244,13 @@ function configuration(o: ProviderOptions): Configuration {
     pkce: { required: () => true },
     routes: ROUTES,
     features: features(o.durations, o.accounts, o.device),
-    interactions: { policy: policy(), url: (ctx, interaction) => loginUrl(ctx, interaction.uid) },
+    interactions: {
+      policy: policy(),
+      url: (ctx, interaction) => {
+        bindToConfirmingBrowser(ctx, interaction, o.cookieKeys[0]!);
+        return loginUrl(ctx, interaction.uid);
+      },
+    },
     rotateRefreshToken: true,
     // Codes and tokens are not bound to the provider's Session, which is never stored (the
     // adapter): the provider's default binds those of a login without offline_access to it, and

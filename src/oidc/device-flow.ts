@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Configuration, CookiesSetOptions, KoaContextWithOIDC } from 'oidc-provider';
 import type { AuditTrail } from '../services/audit-trail.js';
 import { currentRequestScope } from '../services/request-scope.js';
+import { OIDC_MOUNT } from './login-paths.js';
 
 /** How long a device code can be confirmed and polled (RFC 8628 §3.2 `expires_in`). */
 export const DEVICE_CODE_SECONDS = 600;
@@ -19,6 +20,8 @@ const USER_CODE_MASK = '****-****';
 /** The provider's route names of the person's side of the flow. */
 export const CODE_VERIFICATION_ROUTE = 'code_verification';
 export const DEVICE_RESUME_ROUTE = 'device_resume';
+/** The code form's path: the only one the provider's session cookie is sent to (and let through). */
+export const CODE_FORM_COOKIE_PATH = `${OIDC_MOUNT}/device`;
 
 /** What the code form and the pages after it show; rendered by the route layer. */
 export interface CodeForm {
@@ -28,6 +31,8 @@ export interface CodeForm {
   xsrf: string;
   /** The code as typed, or as `verification_uri_complete` carried it. */
   userCode?: string;
+  /** The code came with the link (`verification_uri_complete`): the person checks it, then continues. */
+  fromLink?: boolean;
   error?: string;
   status?: number;
 }
@@ -76,10 +81,11 @@ export function prefillUserCode(req: IncomingMessage, userCode: string): void {
 }
 
 /**
- * A code as the device shows it (`XXXX-XXXX`), from what a link carried: upper case, without
- * anything but its letters (as the provider compares codes); undefined unless 8 of our letters.
+ * A code as the device shows it (`XXXX-XXXX`), from what a link or a cookie carried: upper case,
+ * without anything but its letters (as the provider compares codes); undefined unless 8 of our
+ * letters.
  */
-function shownAs(code: string): string | undefined {
+export function shownUserCode(code: string): string | undefined {
   const letters = code.toUpperCase().replace(/[^A-Z]/g, '');
   return /^[BCDFGHJKLMNPQRSTVWXZ]{8}$/.test(letters)
     ? `${letters.slice(0, 4)}-${letters.slice(4)}`
@@ -118,9 +124,14 @@ function keepNewFormSession(ctx: KoaContextWithOIDC): void {
   const session = ctx.oidc.session as unknown as { exp?: number; id: string } | undefined;
   if (ctx.oidc.route !== CODE_VERIFICATION_ROUTE || !session || typeof session.exp === 'number') return;
   session.exp = Math.floor(Date.now() / 1000) + CODE_FORM_SESSION_SECONDS;
-  // The provider's session cookie options, with the form's lifetime (`cookies` takes `expires`,
-  // which the provider's type leaves out).
-  const options = { httpOnly: true, sameSite: 'lax', expires: new Date(session.exp * 1000) };
+  // The provider's session cookie options (`cookies.long`), with the form's lifetime (`cookies`
+  // takes `expires`, which the provider's type leaves out).
+  const options = {
+    httpOnly: true,
+    sameSite: 'lax',
+    path: CODE_FORM_COOKIE_PATH,
+    expires: new Date(session.exp * 1000),
+  };
   ctx.oidc.cookies.set(ctx.oidc.provider.cookieName('session'), session.id, options as CookiesSetOptions);
 }
 
@@ -164,20 +175,16 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
         audit.record({ event: 'oidc.device.user-code-wrong', outcome: 'failure' });
         await guesses.wrong(sourceAddress());
       }
+      // `verification_uri_complete`: the code form, prefilled. Its post looks the code up (where
+      // wrong codes are counted) and shows the confirmation every typed code gets, with the
+      // device's address and whether it stays signed in. A lookup on GET would tell which codes
+      // exist; a confirmation before the lookup could tell neither.
       const link = prefilled.get(ctx.req);
-      if (!err && link !== undefined && shownAs(link) !== undefined) {
-        // `verification_uri_complete`: one page names the code and offers confirm and decline.
-        // The code is checked when the page is posted (where wrong codes are counted), not here:
-        // a lookup on GET would tell which codes exist.
-        return pages.confirm(ctx, {
-          action,
-          xsrf: secretOf(ctx),
-          userCode: shownAs(link)!,
-          staysSignedIn: false,
-        });
-      }
-      const userCode = (err as { userCode?: string } | undefined)?.userCode ?? link;
-      pages.codeForm(ctx, { action, xsrf: secretOf(ctx), userCode, ...codeError(err) });
+      const fromLink = !err && link !== undefined;
+      const userCode =
+        (err as { userCode?: string } | undefined)?.userCode ??
+        (link === undefined ? undefined : (shownUserCode(link) ?? link));
+      pages.codeForm(ctx, { action, xsrf: secretOf(ctx), userCode, fromLink, ...codeError(err) });
     },
     async userCodeConfirmSource(
       ctx: KoaContextWithOIDC,

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Context } from 'koa';
-import { AppError } from '../errors/app-error.js';
+import { AppError, isAppError } from '../errors/app-error.js';
 import { newId } from '../crypto/random.js';
 import { bearerTokens } from '../services/auth/bearer-tokens.js';
 import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
@@ -12,6 +12,8 @@ import { currentRequestScope } from '../services/request-scope.js';
 import type { PrimaryAuthResult } from '../services/auth/primary-result.js';
 import type { TotpService } from '../services/mfa/totp-service.js';
 import { CLIENT_ID } from './create-provider.js';
+import { confirmedUserCode } from './device-login-binding.js';
+import { shownUserCode } from './device-flow.js';
 import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
 import type { PrimaryMethod } from './login-paths.js';
 import { amrWithMfa, credentialName, type LoginState } from './login-state.js';
@@ -51,6 +53,8 @@ export interface PendingLogin {
   interaction: InteractionLike;
   /** The identity and policy of this login, read at most once per request. */
   identityWithPolicy?: Promise<IdentityWithPolicy>;
+  /** A device authorization's login (RFC 8628): the code of the device it signs in, as shown. */
+  deviceUserCode?: string;
 }
 
 interface InteractionLike {
@@ -110,6 +114,18 @@ export interface LoginFlowDeps {
 }
 
 const invalidRequest = (detail: string) => new AppError('INVALID_AUTH_REQUEST', { detail });
+
+/** Why a device authorization's login step was refused in a browser other than the confirming one. */
+export const DEVICE_LOGIN_ELSEWHERE = 'device login outside the browser that confirmed its code';
+const deviceLoginElsewhere = () =>
+  new AppError('INVALID_AUTH_REQUEST', {
+    message: 'this device sign-in continues only in the browser that confirmed the device code',
+    detail: DEVICE_LOGIN_ELSEWHERE,
+  });
+
+/** A login step refused because it is a device's login in another browser (the routes show a page). */
+export const isDeviceLoginElsewhere = (err: unknown) =>
+  isAppError(err) && err.detail === DEVICE_LOGIN_ELSEWHERE;
 const identityGone = () =>
   new AppError('INVALID_AUTH', { detail: 'identity deleted or disabled during the login' });
 
@@ -164,7 +180,13 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     const entry = deps.registry.pick(ctx.state.listener, new URL(interaction.returnTo).host);
     if (!entry) throw invalidRequest('the issuer of this auth request is gone');
     const state = interaction.result?.svc as LoginState | undefined;
-    return { uid: interaction.uid, params: interaction.params, state, entry, interaction };
+    const pending = { uid: interaction.uid, params: interaction.params, state, entry, interaction };
+    if (interaction.deviceCode === undefined) return pending;
+    // A device's tokens go to whoever polls its code, not to a client holding a PKCE verifier:
+    // its login continues only in the browser that confirmed the code (device-login-binding.ts).
+    const userCode = confirmedUserCode(ctx.cookies, entry.cookieKey, interaction.uid);
+    if (userCode === undefined) throw deviceLoginElsewhere();
+    return { ...pending, deviceUserCode: shownUserCode(userCode) ?? userCode };
   }
 
   /**

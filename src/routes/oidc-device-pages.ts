@@ -17,8 +17,12 @@ const CODE_HINT = 'The 8 letters your device shows, like BDFG-HJKL. Case and the
 
 function codeForm(ctx: Context, form: CodeForm): void {
   const invalid = form.error !== undefined;
+  const check = form.fromLink
+    ? '<p>The link you opened filled in the code. Check that your device shows the same code, then continue.</p>'
+    : '';
   const body =
     errorLine(form.error) +
+    check +
     `<form method="post" action="${escapeHtml(form.action)}">${hidden('xsrf', form.xsrf)}${field({
       id: 'user_code',
       label: 'Code',

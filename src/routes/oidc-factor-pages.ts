@@ -1,12 +1,16 @@
 import type { Context } from 'koa';
 import { LOGIN_PATHS } from '../oidc/login-paths.js';
 import type { AuthQuery } from '../oidc/login-state.js';
-import { errorLine, escapeHtml, field, formHtml as form, sendPage } from './oidc-login-pages.js';
+import {
+  errorLine,
+  escapeHtml,
+  field,
+  formHtml as form,
+  sendPage,
+  type SendPageOptions,
+} from './oidc-login-pages.js';
 
-interface PageOptions {
-  status?: number;
-  error?: string;
-}
+type PageOptions = SendPageOptions;
 
 /** TOTP entry: a code of the app or a recovery code. */
 export function renderTotpPage(ctx: Context, authRequestId: string, options: PageOptions = {}): void {
@@ -91,12 +95,13 @@ function owedItem(q: AuthQuery): string {
 }
 
 /** Factors a browser cannot answer by itself (the secondary external JWT), and what follows them. */
-export function renderOwedPage(ctx: Context, authQueries: AuthQuery[]): void {
+export function renderOwedPage(ctx: Context, authQueries: AuthQuery[], options: PageOptions = {}): void {
   const items = authQueries.map(owedItem).join('');
   sendPage(
     ctx,
     'More verification needed',
     `<p>This sign-in needs more:</p><ul>${items}</ul>
 <p>Use the application that started this sign-in to provide it.</p>`,
+    options,
   );
 }

@@ -20,6 +20,7 @@ button{display:block;width:100%;font:inherit;font-weight:600;margin-top:1.5rem;p
 button:focus-visible{outline-color:#0b2a6f}
 button.secondary{background:#fff;color:#1f4fbf;border:2px solid #1f4fbf;margin-top:.75rem}
 .usercode{font:600 1.5rem/1.2 ui-monospace,monospace;letter-spacing:.1em}
+.device{border-left:4px solid #1f4fbf;padding:.25rem .75rem;margin:0 0 1rem}
 .error{color:#b00020;border-left:4px solid #b00020;padding:.25rem .75rem;margin:0 0 1rem}
 img.qr{display:block;margin:1rem auto;width:16rem;max-width:100%;height:auto;image-rendering:pixelated}
 code{font-size:1rem;overflow-wrap:anywhere}
@@ -114,9 +115,7 @@ export const formHtml = (action: string, authRequestId: string, inner: string, b
 
 export type LoginPage = 'username' | 'cert' | 'ext-jwt';
 
-export interface LoginPageOptions {
-  status?: number;
-  error?: string;
+export interface LoginPageOptions extends SendPageOptions {
   /** The username of a refused attempt, kept so that only the password needs typing again. */
   username?: string;
 }
@@ -174,17 +173,27 @@ use the application that started this sign-in.</p>`,
   ];
 }
 
+export interface SendPageOptions {
+  status?: number;
+  error?: string;
+  /**
+   * The code of the device a device authorization's login signs in (`XXXX-XXXX`): every page of
+   * that login names it, so that nobody signs in a device without its code in front of them.
+   */
+  device?: string;
+}
+
+/** The line above every page of a device's login. */
+const deviceLine = (code: string) =>
+  `<p class="device">Signing in the device showing <span class="usercode">${escapeHtml(code)}</span>.
+Continue only if you entered this code yourself and your device shows it.</p>\n`;
+
 /** Sends a complete page with the login pages' CSP; `error` also goes into the title. */
-export function sendPage(
-  ctx: Context,
-  title: string,
-  body: string,
-  options: { status?: number; error?: string } = {},
-): void {
+export function sendPage(ctx: Context, title: string, body: string, options: SendPageOptions = {}): void {
   ctx.status = options.status ?? 200;
   ctx.set('content-security-policy', CSP);
   ctx.type = 'html';
-  ctx.body = page(title, body, options.error);
+  ctx.body = page(title, (options.device ? deviceLine(options.device) : '') + body, options.error);
 }
 
 /** A usable HTML login page that posts back to the same URL as a form. */
@@ -207,7 +216,12 @@ export function renderSignedOutPage(ctx: Context): void {
  * A browser login refused by the session limit of its policy (403 SESSION_LIMIT_REACHED). The auth
  * request stays usable: `retryPath` shows the step again once a session has ended.
  */
-export function renderSessionLimitPage(ctx: Context, authRequestId: string, retryPath: string): void {
+export function renderSessionLimitPage(
+  ctx: Context,
+  authRequestId: string,
+  retryPath: string,
+  device?: string,
+): void {
   const retry = `${retryPath}?authRequestID=${encodeURIComponent(authRequestId)}`;
   sendPage(
     ctx,
@@ -215,6 +229,22 @@ export function renderSessionLimitPage(ctx: Context, authRequestId: string, retr
     `${errorLine('Your account already has as many active sessions as its policy allows, so this sign-in was not completed.')}
 <p>Sign out of a session you no longer need (on another device or in another application), then try again.</p>
 <p><a href="${escapeHtml(retry)}">Try again</a></p>`,
-    { status: 403, error: 'session limit reached' },
+    { status: 403, error: 'session limit reached', device },
+  );
+}
+
+/**
+ * A device's login step from a browser other than the one that confirmed the device's code
+ * (400 INVALID_AUTH_REQUEST). A person who was sent such a link may be the target of someone
+ * trying to have them sign in their device: the page says so and offers no sign-in.
+ */
+export function renderDeviceLoginElsewherePage(ctx: Context): void {
+  sendPage(
+    ctx,
+    'Sign-in not available here',
+    `${errorLine('This sign-in of a device can only be continued in the browser where the device’s code was entered.')}
+<p>If you want to sign in a device, enter the code it shows on this service’s device page yourself.
+If someone sent you this link, do not sign in: they may be trying to have you sign in their device.</p>`,
+    { status: 400, error: 'device sign-in started in another browser' },
   );
 }

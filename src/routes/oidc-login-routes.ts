@@ -1,9 +1,14 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Next } from 'koa';
 import { AppError, isAppError } from '../errors/app-error.js';
 import { bodyOf, parseBody } from '../middleware/parse-body.js';
 import type { Oidc } from '../oidc/create-oidc.js';
-import type { LoginFlow, LoginOutcome, PendingLogin } from '../oidc/login-flow.js';
+import {
+  isDeviceLoginElsewhere,
+  type LoginFlow,
+  type LoginOutcome,
+  type PendingLogin,
+} from '../oidc/login-flow.js';
 import { LOGIN_PATHS, PRIMARY_LOGIN_PATHS } from '../oidc/login-paths.js';
 import { owesOnly, TOTP_BINDING } from '../oidc/factor-binding.js';
 import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
@@ -13,7 +18,11 @@ import type { EnrollmentStart } from '../services/mfa/totp-service.js';
 import { qrDataUrl } from '../services/mfa/qr-code.js';
 import { renderEnrollmentPage, renderOwedPage, renderTotpPage } from './oidc-factor-pages.js';
 import { authRequestIdOf, isHtmlForm, sendOwed, setOwedHeaders, wantsHtml } from './oidc-login-http.js';
-import { renderLoginPage, renderSessionLimitPage } from './oidc-login-pages.js';
+import {
+  renderDeviceLoginElsewherePage,
+  renderLoginPage,
+  renderSessionLimitPage,
+} from './oidc-login-pages.js';
 import { primaryLoginsFor } from './primary-logins.js';
 import type { RouteDeps } from './route-deps.js';
 
@@ -39,7 +48,7 @@ async function showEnrollment(
   const view = url
     ? { provisioningUrl: url, qrDataUrl: await qrDataUrl(url), recoveryCodes: options.start?.recoveryCodes }
     : {};
-  renderEnrollmentPage(ctx, pending.uid, view, options);
+  renderEnrollmentPage(ctx, pending.uid, view, { ...options, device: pending.deviceUserCode });
 }
 
 /**
@@ -51,9 +60,10 @@ async function respond(ctx: Context, flow: LoginFlow, pending: PendingLogin, out
   if (outcome.kind === 'complete') return;
   if (!isHtmlForm(ctx)) return sendOwed(ctx, outcome.authQueries, outcome.challenges);
   const mfa = outcome.authQueries.find((q) => q.typeId === 'MFA');
-  if (mfa?.isTotpEnrolled) renderTotpPage(ctx, pending.uid);
+  const device = pending.deviceUserCode;
+  if (mfa?.isTotpEnrolled) renderTotpPage(ctx, pending.uid, { device });
   else if (owesOnly(outcome, TOTP_BINDING)) await showEnrollment(ctx, flow, pending);
-  else renderOwedPage(ctx, outcome.authQueries);
+  else renderOwedPage(ctx, outcome.authQueries, { device });
   setOwedHeaders(ctx, outcome.authQueries, outcome.challenges);
 }
 
@@ -73,10 +83,26 @@ async function withPageErrors(
     await work();
   } catch (err) {
     // The TOTP page is the way back: after its primary step the login owes a code (again).
-    if (isSessionLimitPage(ctx, err)) return renderSessionLimitPage(ctx, pending.uid, LOGIN_PATHS.totp);
+    if (isSessionLimitPage(ctx, err)) {
+      return renderSessionLimitPage(ctx, pending.uid, LOGIN_PATHS.totp, pending.deviceUserCode);
+    }
     if (!(isAppError(err) && PAGE_ERRORS.has(err.code) && isHtmlForm(ctx))) throw err;
     for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
     await page(err.status, err.message);
+  }
+}
+
+/**
+ * A device authorization's login step from a browser other than the one that confirmed the code:
+ * a browser gets a page that says why (it may have been sent the link to sign in someone else's
+ * device), anything else the envelope.
+ */
+async function deviceLoginElsewherePage(ctx: Context, next: Next): Promise<void> {
+  try {
+    await next();
+  } catch (err) {
+    if (!(isDeviceLoginElsewhere(err) && wantsHtml(ctx))) throw err;
+    renderDeviceLoginElsewherePage(ctx);
   }
 }
 
@@ -95,13 +121,13 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
   // credentials: 401 INVALID_AUTH and the auth request stays usable; a browser form gets the page
   // again with the message.
   for (const { path, page, method } of PRIMARY_LOGIN_PATHS) {
-    router.get(path, async (ctx: Context) => {
+    router.get(path, deviceLoginElsewherePage, async (ctx: Context) => {
       const pending = await load(ctx);
-      if (wantsHtml(ctx)) return renderLoginPage(ctx, page, pending.uid);
+      if (wantsHtml(ctx)) return renderLoginPage(ctx, page, pending.uid, { device: pending.deviceUserCode });
       ctx.body = { authRequestId: pending.uid, method };
     });
 
-    router.post(path, parseBody(), async (ctx: Context) => {
+    router.post(path, deviceLoginElsewherePage, parseBody(), async (ctx: Context) => {
       const body = bodyOf(ctx);
       const pending = await load(ctx, body);
       const check = Object.hasOwn(primaryLogins, method) ? primaryLogins[method] : undefined;
@@ -110,11 +136,14 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
         const step = { name: method, configTypes: configTypesOf(body), check: () => check(ctx) };
         await respond(ctx, flow, pending, await flow.advance(ctx, pending, step));
       } catch (err) {
-        if (isSessionLimitPage(ctx, err)) return renderSessionLimitPage(ctx, pending.uid, path);
+        if (isSessionLimitPage(ctx, err)) {
+          return renderSessionLimitPage(ctx, pending.uid, path, pending.deviceUserCode);
+        }
         if (!(isAppError(err) && err.code === 'INVALID_AUTH' && isHtmlForm(ctx))) throw err;
         renderLoginPage(ctx, page, pending.uid, {
           status: 401,
           error: 'The credentials were not accepted.',
+          device: pending.deviceUserCode,
           username:
             typeof body.username === 'string' && body.username.length <= 256 ? body.username : undefined,
         });
@@ -122,19 +151,19 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
     });
   }
 
-  router.get(LOGIN_PATHS.authQueries, async (ctx: Context) => {
+  router.get(LOGIN_PATHS.authQueries, deviceLoginElsewherePage, async (ctx: Context) => {
     const owed = await flow.owed(await load(ctx));
     sendOwed(ctx, owed.authQueries, owed.challenges);
   });
 
-  router.get(LOGIN_PATHS.totp, async (ctx: Context) => {
+  router.get(LOGIN_PATHS.totp, deviceLoginElsewherePage, async (ctx: Context) => {
     const pending = await load(ctx);
     const owed = await flow.owed(pending);
-    if (wantsHtml(ctx)) return renderTotpPage(ctx, pending.uid);
+    if (wantsHtml(ctx)) return renderTotpPage(ctx, pending.uid, { device: pending.deviceUserCode });
     sendOwed(ctx, owed.authQueries, owed.challenges);
   });
 
-  router.post(LOGIN_PATHS.totp, parseBody(), async (ctx: Context) => {
+  router.post(LOGIN_PATHS.totp, deviceLoginElsewherePage, parseBody(), async (ctx: Context) => {
     const body = bodyOf(ctx);
     const pending = await load(ctx, body);
     const step = { name: 'totp' as const, code: codeOf(body) };
@@ -142,19 +171,19 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
       ctx,
       pending,
       async () => respond(ctx, flow, pending, await flow.advance(ctx, pending, step)),
-      (status, error) => renderTotpPage(ctx, pending.uid, { status, error }),
+      (status, error) => renderTotpPage(ctx, pending.uid, { status, error, device: pending.deviceUserCode }),
     );
   });
 
   // TOTP enrollment mid-flow: show, start and abandon act on the pending login; verify is a step.
-  router.get(LOGIN_PATHS.totpEnroll, async (ctx: Context) => {
+  router.get(LOGIN_PATHS.totpEnroll, deviceLoginElsewherePage, async (ctx: Context) => {
     const pending = await load(ctx);
     const owed = await flow.owedForEnrollment(ctx, pending);
     if (wantsHtml(ctx)) return showEnrollment(ctx, flow, pending);
     sendOwed(ctx, owed.authQueries, owed.challenges);
   });
 
-  router.post(LOGIN_PATHS.totpEnroll, parseBody(), async (ctx: Context) => {
+  router.post(LOGIN_PATHS.totpEnroll, deviceLoginElsewherePage, parseBody(), async (ctx: Context) => {
     const pending = await load(ctx, bodyOf(ctx));
     await withPageErrors(
       ctx,
@@ -169,13 +198,13 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
     );
   });
 
-  router.delete(LOGIN_PATHS.totpEnroll, parseBody(), async (ctx: Context) => {
+  router.delete(LOGIN_PATHS.totpEnroll, deviceLoginElsewherePage, parseBody(), async (ctx: Context) => {
     await flow.abandonEnrollment(ctx, await load(ctx, bodyOf(ctx)));
     ctx.status = 200;
     ctx.body = {};
   });
 
-  router.post(LOGIN_PATHS.totpEnrollVerify, parseBody(), async (ctx: Context) => {
+  router.post(LOGIN_PATHS.totpEnrollVerify, deviceLoginElsewherePage, parseBody(), async (ctx: Context) => {
     const body = bodyOf(ctx);
     const pending = await load(ctx, body);
     const step = { name: 'totp-enroll-verify' as const, code: codeOf(body) };

@@ -78,16 +78,22 @@ describeNeeding([BINARIES.chromium])(
         const userCode = await device.line(/^CODE (\S+)$/);
         const { page, shot } = w;
 
-        // One page names the code from the link and offers confirm and decline.
+        // The link opens the code form, prefilled; continuing looks the code up, and one page
+        // names the code and the device's address and offers confirm and decline.
         await page.goto(link);
+        await expectAccessiblePage(page, 'Sign in on a device');
+        expect(await page.getByLabel('Code').inputValue()).toBe(userCode);
+        await navigate(page, () => page.getByRole('button', { name: 'Continue' }).click());
         const question = `Sign in on the device showing ${userCode}?`;
         expect(await page.title()).toBe(question);
         await expectAccessiblePage(page, question);
         expect(await page.getByRole('button', { name: 'Decline' }).isVisible()).toBe(true);
+        expect(await page.getByText('The request came from the address').isVisible()).toBe(true);
         await shot('device-confirm');
 
         await navigate(page, () => page.getByRole('button', { name: 'Confirm and sign in' }).click());
         expect(new URL(page.url()).pathname).toBe('/oidc/login/username');
+        expect(await page.getByText(`Signing in the device showing ${userCode}`).isVisible()).toBe(true);
         await page.getByLabel('Username').fill(user.username);
         await page.getByLabel('Password').fill(user.password);
         await navigate(page, () => page.getByRole('button', { name: 'Sign in' }).click());

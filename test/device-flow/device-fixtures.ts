@@ -45,12 +45,17 @@ export function inputValue(html: string, name: string): string | undefined {
 export const headingOf = (html: string) => /<h1>([^<]*)<\/h1>/.exec(html)?.[1];
 
 /**
- * The person opens `verification_uri_complete`: one page names the code and offers confirm and
- * decline. They confirm, and get the first login step: answers the 303 to the login page.
+ * The person opens `verification_uri_complete`: the code form, prefilled. They continue, and the
+ * code is looked up: its confirmation names the code and offers confirm and decline. They confirm,
+ * and get the first login step: answers the 303 to the login page.
  */
 export async function confirmCode(browser: Browser, verificationUriComplete: string) {
-  const confirmed = await browser.get(verificationUriComplete);
-  if (confirmed.status !== 200) throw new Error(`confirm page: ${confirmed.status} ${confirmed.text}`);
+  const linked = await browser.get(verificationUriComplete);
+  if (linked.status !== 200) throw new Error(`code form: ${linked.status} ${linked.text}`);
+  const confirmed = await browser.post('/oidc/device', {
+    form: { xsrf: inputValue(linked.text, 'xsrf')!, user_code: inputValue(linked.text, 'user_code')! },
+  });
+  if (confirmed.status !== 200) return { linked, confirmed, login: confirmed };
   const login = await browser.post('/oidc/device', {
     form: {
       xsrf: inputValue(confirmed.text, 'xsrf')!,
@@ -58,7 +63,7 @@ export async function confirmCode(browser: Browser, verificationUriComplete: str
       confirm: 'yes',
     },
   });
-  return { confirmed, login };
+  return { linked, confirmed, login };
 }
 
 /** The auth request id of the login page a 303 points to. */

@@ -246,7 +246,7 @@ describe('device authorization grant: polls, refusals and the person’s pages',
     expect(headingOf(again.text)).toBe(`Sign in on the device showing ${started.user_code}?`);
   });
 
-  test('the code form’s session cookie lives as long as a device code, not as a login session', async () => {
+  test('the code form’s session cookie lives as long as a device code, not as a login session, and is sent to the form only', async () => {
     const res = await server.client.get('/oidc/device');
     const cookie = res.headerAll('set-cookie').find((c) => c.startsWith('_session='))!;
     const expires = new Date(/expires=([^;]+)/.exec(cookie)![1]!).getTime();
@@ -254,6 +254,10 @@ describe('device authorization grant: polls, refusals and the person’s pages',
     expect(expires - Date.now()).toBeLessThanOrEqual(600_000);
     expect(cookie).toMatch(/httponly/i);
     expect(cookie).toMatch(/secure/i);
+    expect(cookie).toMatch(/; path=\/oidc\/device(;|$)/);
+    expect(res.headerAll('set-cookie').find((c) => c.startsWith('_session.sig='))).toMatch(
+      /; path=\/oidc\/device(;|$)/,
+    );
   });
 
   test('the device authorization request needs openid (invalid_scope); configTypes and offline_access reach the tokens', async () => {

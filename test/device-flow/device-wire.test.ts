@@ -7,6 +7,7 @@ import {
   cookieJar,
   deviceClient,
   headingOf,
+  inputValue,
   DEVICE_GRANT,
   startDevice,
 } from './device-fixtures.js';
@@ -30,6 +31,21 @@ describe('device authorization grant: the wire end to end', () => {
     expect(res.body.grant_types_supported).toContain(DEVICE_GRANT);
   });
 
+  test('the link’s page is the same for a code that exists and one that does not: the code is looked up only when posted', async () => {
+    const started = await startDevice(device.config);
+    const unknown = started.user_code === 'BCDF-GHJK' ? 'BCDF-GHJL' : 'BCDF-GHJK';
+    const page = async (code: string) => {
+      const res = await server.client.get(`/oidc/device?user_code=${encodeURIComponent(code)}`);
+      return { status: res.status, text: res.text.replace(/value="[^"]*"/g, 'value=""') };
+    };
+
+    const [real, made] = [await page(started.user_code), await page(unknown)];
+
+    expect(real.status).toBe(200);
+    expect(made).toEqual(real);
+    expect(real.text).not.toContain('name="confirm"');
+  });
+
   test('a person confirms on our pages and signs in; the device polls a token set with the z_* claims', async () => {
     const started = await startDevice(device.config);
 
@@ -44,12 +60,18 @@ describe('device authorization grant: the wire end to end', () => {
     // The person's phone is another host than the device.
     const phone = server.newClient({ localAddress: '127.0.0.2' });
     const browser = cookieJar(phone);
-    // verification_uri_complete: one page names the code and offers confirm and decline.
-    const { confirmed, login } = await confirmCode(browser, started.verification_uri_complete!);
+    // verification_uri_complete: the code form, prefilled; its post looks the code up and shows
+    // the confirmation a typed code gets: the code, the device's address, that it stays signed in.
+    const { linked, confirmed, login } = await confirmCode(browser, started.verification_uri_complete!);
+    expect(headingOf(linked.text)).toBe('Sign in on a device');
+    expect(inputValue(linked.text, 'user_code')).toBe(started.user_code);
+    expect(linked.text).not.toContain('name="confirm"');
     expect(confirmed.text).not.toContain('<script');
     expect(confirmed.header('content-security-policy')).toContain("default-src 'none'");
     expect(headingOf(confirmed.text)).toBe(`Sign in on the device showing ${started.user_code}?`);
     expect(confirmed.text).toContain('name="abort"');
+    expect(confirmed.text).toContain('The request came from the address <code>127.0.0.1</code>.');
+    expect(confirmed.text).toContain('The device stays signed in');
     expect(login.status).toBe(303);
     const loginPage = new URL(login.header('location')!, server.url);
     expect(loginPage.pathname).toBe('/oidc/login/username');
