@@ -2,6 +2,7 @@ import { MAX_CONFIG_TYPE_LENGTH, MAX_CONFIG_TYPES } from '../schemas/authenticat
 import type { IncomingMessage } from 'node:http';
 import type { Context, Middleware, Next } from 'koa';
 import { AppError } from '../errors/app-error.js';
+import { CONTROL_REASON, isForbidden } from '../schemas/safe-text.js';
 import { CLIENT_ID } from './create-provider.js';
 import { prefillUserCode } from './device-flow.js';
 import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
@@ -117,6 +118,18 @@ async function readForm(req: IncomingMessage): Promise<Buffer | undefined> {
 }
 
 /**
+ * The query check of the authorization endpoint (`checkQuery`), for a form body: the provider
+ * stores the parameters with the device code, and PostgreSQL refuses NUL in jsonb.
+ */
+function controlCharacterIn(params: URLSearchParams): string | undefined {
+  for (const [name, value] of params) {
+    if (isForbidden(name)) return `parameter names ${CONTROL_REASON}`;
+    if (isForbidden(value)) return `${name} ${CONTROL_REASON}`;
+  }
+  return undefined;
+}
+
+/**
  * The device authorization request (RFC 8628 §3.1) gets the authorization endpoint's adjustments in
  * its form body. The rewritten body is handed on as the request's stream: the provider reads a form
  * body by iterating the request (`selective_body.js`), and a body it cannot read it refuses as
@@ -132,7 +145,7 @@ async function rewriteDeviceAuthorizationBody(ctx: Context): Promise<boolean> {
     return false;
   }
   const params = new URLSearchParams(raw.toString('utf8'));
-  const error = rewriteAuthorizationParams(params);
+  const error = controlCharacterIn(params) ?? rewriteAuthorizationParams(params);
   if (error) {
     oauthError(ctx, error);
     return false;
