@@ -182,7 +182,9 @@ type TokenRequests = Pick<RefreshSecondFactor, 'takeBearerValues'>;
 
 async function dispatch(ctx: Context, entry: IssuerEntry, tokenRequests: TokenRequests): Promise<void> {
   const req = ctx.req as typeof ctx.req & { originalUrl?: string };
-  const codeForm = ctx.path === CODE_VERIFICATION;
+  // The provider's session reaches it only behind the device code form, which keeps its XSRF
+  // secret there (docs/adr/0005-in-process-cookie-less-resume.md).
+  const passSessionCookie = ctx.path === CODE_VERIFICATION;
   if (ctx.path === ROOT_DISCOVERY) {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       throw new AppError('METHOD_NOT_ALLOWED', { headers: { allow: 'GET, HEAD' } });
@@ -201,9 +203,7 @@ async function dispatch(ctx: Context, entry: IssuerEntry, tokenRequests: TokenRe
     req.originalUrl = req.url;
     req.url = req.url!.slice(OIDC_MOUNT.length) || '/';
   }
-  // The provider's session reaches it only behind the device code form, which keeps its XSRF
-  // secret there (docs/adr/0005-in-process-cookie-less-resume.md).
-  if (!codeForm) {
+  if (!passSessionCookie) {
     const cookie = withoutCookie(req.headers.cookie, entry.sessionCookieName);
     if (cookie === undefined) delete req.headers.cookie;
     else req.headers.cookie = cookie;

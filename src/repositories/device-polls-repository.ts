@@ -115,14 +115,17 @@ export const devicePollsRepository = {
     };
   },
 
-  /** Saves a device code found by its user code; false when it is gone. */
+  /**
+   * Saves a device code found by its user code. A code removed meanwhile (past the janitor's
+   * margin) is not saved, and nothing else is: the device's next poll finds no code.
+   */
   async saveByUserCode(
     db: Db,
     userCode: string,
     saved: { payload: Record<string, unknown>; grantId: string | null; accountId: string | null },
     loginEnd: Date,
-  ): Promise<boolean> {
-    const [row] = await runFixed<{ n: number }>(db, SAVE_BY_USER_CODE, [
+  ): Promise<void> {
+    await runFixed<{ n: number }>(db, SAVE_BY_USER_CODE, [
       JSON.stringify(saved.payload),
       saved.grantId ? hashTokenId(saved.grantId) : null,
       saved.accountId,
@@ -130,7 +133,6 @@ export const devicePollsRepository = {
       loginEnd,
       loginEnd,
     ]);
-    return Number(row!.n) > 0;
   },
 
   /**
