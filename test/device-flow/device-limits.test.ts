@@ -169,4 +169,25 @@ describeWithPostgres('device authorization grant: wrong user codes are counted a
     expect([...first.statuses, ...second.statuses]).toEqual(Array(10).fill(400));
     expect(refused.status).toBe(429);
   });
+
+  test('posts that carried no wrong code give their point back in the shared count too', async () => {
+    // Within the authorization endpoint's own budget of 15: 1 form, 13 posts on A, 1 post on B.
+    const onA = cookieJar(a.newClient({ localAddress: '127.0.0.10' }));
+    const onB = cookieJar(b.newClient({ localAddress: '127.0.0.10' }));
+    let page = await onA.get('/oidc/device');
+    const empty: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      page = await onA.post('/oidc/device', {
+        form: { xsrf: inputValue(page.text, 'xsrf') ?? '', user_code: '' },
+      });
+      empty.push(page.status);
+    }
+
+    const wrong = await typeWrongCodes(onA, 10, page);
+    const refused = await onB.post('/oidc/device', { form: { user_code: 'BBBB-BBBB' } });
+
+    expect(empty).toEqual([400, 400, 400]);
+    expect(wrong.statuses).toEqual(Array(10).fill(400));
+    expect(refused.status).toBe(429);
+  });
 });
