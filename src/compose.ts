@@ -18,7 +18,7 @@ import { rateLimitsRepository } from './repositories/rate-limits-repository.js';
 import { edgeRouters } from './routes/edge-routers.js';
 import { oidcMiddleware } from './routes/oidc-routes.js';
 import { devicePages } from './routes/oidc-device-pages.js';
-import { clientAddressKey } from './services/auth/client-address-key.js';
+import { createUserCodeThrottle, userCodeLimit } from './routes/user-code-throttle.js';
 import type { RouteDeps } from './routes/route-deps.js';
 import { createCertMethod } from './services/auth/cert-method.js';
 import { createExtJwtMethod } from './services/auth/ext-jwt-method.js';
@@ -200,10 +200,12 @@ type DomainServices = Awaited<ReturnType<typeof createDomainServices>>;
 /** The OIDC provider, with the second factors its login asks for and verifies. */
 async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
   const { knex } = deps.database;
-  // Wrong user codes of the device flow: 10 a minute per client address (RFC 8628 §5.1).
-  const userCodeLimiter = createRateLimiter(
-    { enabled: deps.config.rateLimits.enabled, perSecond: 10 / 60, burst: 10 },
-    { name: 'device-user-code', shared: sharedLimiterStore(deps.config, deps.database, deps.logger) },
+  const userCodeThrottle = createUserCodeThrottle(
+    createRateLimiter(userCodeLimit(deps.config.rateLimits.enabled), {
+      name: 'device-user-code',
+      shared: sharedLimiterStore(deps.config, deps.database, deps.logger),
+    }),
+    services.audit,
   );
   const findIdentity = (id: string) => identitiesRepository.findById(knex, id);
   const secondFactors = createSecondFactors({
@@ -231,15 +233,11 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     onGrant: deps.metrics.countGrant,
     janitorLock: instanceLockFor(deps.database, 'oidcJanitor'),
     devicePages,
-    userCodeGuesses: {
-      async wrong(address) {
-        await userCodeLimiter.take(clientAddressKey(address ?? 'unknown'));
-      },
-    },
+    userCodeGuesses: userCodeThrottle.guesses,
   });
   // A deleted certificate authenticator ends the sessions bound to it, grants included.
   services.authenticators.endBoundSessionsWith(oidc.sessions.endSessionsBoundOutside);
-  return { oidc, userCodeLimiter };
+  return { oidc, userCodeThrottle };
 }
 
 /**
@@ -263,7 +261,7 @@ function sharedLimiterStore(
 function createRouteDeps(
   { config, database, logger }: ComposeDeps,
   services: DomainServices,
-  { oidc, userCodeLimiter }: Awaited<ReturnType<typeof createOidcPart>>,
+  { oidc, userCodeThrottle }: Awaited<ReturnType<typeof createOidcPart>>,
 ): RouteDeps {
   const { extJwtMethod } = services;
   const shared = sharedLimiterStore(config, database, logger);
@@ -310,7 +308,7 @@ function createRouteDeps(
       },
       { name: 'introspection', shared },
     ),
-    userCodeLimiter,
+    userCodeThrottle,
     oidc,
     audit: services.audit,
     // Built here: an OIDC session's grant rows are the OIDC part's to end.

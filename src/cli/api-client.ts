@@ -73,13 +73,18 @@ export class ApiError extends CliError {
   }
 }
 
+/** The server could not be reached (refused, reset, no answer in time): worth trying again later. */
+export class UnreachableError extends CliError {
+  override readonly name = 'UnreachableError';
+}
+
 /** Turns a network or TLS failure into one line naming the server and what went wrong. */
 export function describeNetworkError(url: string, err: unknown): CliError {
   const { code = '', message = String(err) } = err as { code?: string; message?: string };
   if (TLS_TRUST_CODES.has(code)) {
     return new CliError(`cannot verify the certificate of ${url} with the stored CA: ${message}`);
   }
-  return new CliError(`cannot reach ${url}: ${message}`);
+  return new UnreachableError(`cannot reach ${url}: ${message}`);
 }
 
 /**

@@ -1,17 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stripVTControlCharacters } from 'node:util';
 import QRCode from 'qrcode';
-import { createApiClient, type ApiClient } from './api-client.js';
+import { createApiClient, UnreachableError, type ApiClient } from './api-client.js';
 import { CliError } from './cli-error.js';
 import { note, out, type CliIo } from './cli-io.js';
-import { CLIENT_ID, sessionFromTokens } from './oidc-session.js';
-import { saveSession } from './session-store.js';
+import { CLIENT_ID, oauthErrorText, sessionFromTokens } from './oidc-session.js';
+import { saveSession, withSessionLock } from './session-store.js';
 
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 /** RFC 8628 §3.2: a client waits 5 s between polls when the server names no interval. */
 const DEFAULT_INTERVAL_S = 5;
 /** RFC 8628 §3.5: each `slow_down` adds 5 s to the interval, for this and every later poll. */
 const SLOW_DOWN_STEP_S = 5;
+/** Answers of a server that is overloaded (429) or restarting behind a proxy (502-504): poll later. */
+const BUSY = new Set([429, 502, 503, 504]);
+/** The longest wait between polls that backing off from an overloaded or unreachable server reaches. */
+const MAX_BACKOFF_INTERVAL_S = 60;
 
 interface DeviceAuthorization {
   device_code: string;
@@ -26,12 +30,6 @@ const stringField = (body: Record<string, unknown>, name: string, where: string)
   const value = body[name];
   if (typeof value !== 'string' || value === '') throw new CliError(`${where} answered without ${name}`);
   return value;
-};
-
-const oauthError = (status: number, body: Record<string, unknown>) => {
-  const error = typeof body.error === 'string' ? body.error : `HTTP ${status}`;
-  const description = typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
-  return `${error}${description}`;
 };
 
 /** The provider's endpoints, from discovery of the controller's issuer (`<url>/oidc`). */
@@ -53,7 +51,7 @@ async function start(api: ApiClient, endpoint: string): Promise<DeviceAuthorizat
     scope: 'openid offline_access',
   });
   if (status !== 200)
-    throw new CliError(`the device authorization was refused (${oauthError(status, body)})`);
+    throw new CliError(`the device authorization was refused (${oauthErrorText(status, body)})`);
   const expiresIn = body.expires_in;
   if (typeof expiresIn !== 'number' || !(expiresIn > 0))
     throw new CliError(`${endpoint} answered without expires_in`);
@@ -93,8 +91,22 @@ async function show(io: CliIo, json: boolean, started: DeviceAuthorization) {
   say(`Waiting for the sign-in (the code expires in ${Math.round(started.expires_in / 60)} minutes)…`);
 }
 
+/** One poll of the token endpoint; undefined when the server could not be reached. */
+async function pollOnce(api: ApiClient, tokenEndpoint: string, deviceCode: string) {
+  try {
+    return await api.oauth('POST', tokenEndpoint, {
+      grant_type: DEVICE_GRANT,
+      device_code: deviceCode,
+      client_id: CLIENT_ID,
+    });
+  } catch (err) {
+    if (err instanceof UnreachableError) return undefined;
+    throw err;
+  }
+}
+
 /** Polls the token endpoint per RFC 8628 §3.4–3.5 until the person confirms, declines or the code expires. */
-async function poll(api: ApiClient, tokenEndpoint: string, started: DeviceAuthorization) {
+async function poll(io: CliIo, api: ApiClient, tokenEndpoint: string, started: DeviceAuthorization) {
   let interval = started.interval ?? DEFAULT_INTERVAL_S;
   const deadline = Date.now() + started.expires_in * 1000;
   const expired = () =>
@@ -103,11 +115,17 @@ async function poll(api: ApiClient, tokenEndpoint: string, started: DeviceAuthor
     );
   for (;;) {
     await sleep(interval * 1000);
-    const { status, body } = await api.oauth('POST', tokenEndpoint, {
-      grant_type: DEVICE_GRANT,
-      device_code: started.device_code,
-      client_id: CLIENT_ID,
-    });
+    const answer = await pollOnce(api, tokenEndpoint, started.device_code);
+    // Overloaded, restarting or unreachable: the code is still good, so wait longer and poll
+    // again (RFC 8628 §3.5 asks for a backoff on connection trouble) until it expires.
+    if (answer === undefined || BUSY.has(answer.status)) {
+      if (Date.now() > deadline) throw expired();
+      interval = Math.max(interval, Math.min(interval + SLOW_DOWN_STEP_S, MAX_BACKOFF_INTERVAL_S));
+      const why = answer === undefined ? 'could not be reached' : `is busy (HTTP ${answer.status})`;
+      note(io, `the controller ${why}: asking again in ${interval} seconds`);
+      continue;
+    }
+    const { status, body } = answer;
     if (status === 200) return body;
     switch (body.error) {
       case 'authorization_pending':
@@ -121,7 +139,7 @@ async function poll(api: ApiClient, tokenEndpoint: string, started: DeviceAuthor
       case 'expired_token':
         throw expired();
       default:
-        throw new CliError(`the device sign-in failed (${oauthError(status, body)})`);
+        throw new CliError(`the device sign-in failed (${oauthErrorText(status, body)})`);
     }
   }
 }
@@ -136,7 +154,7 @@ export async function deviceLogin(io: CliIo, json: boolean, origin: string, ca: 
     const endpoints = await discover(api);
     const started = await start(api, endpoints.deviceAuthorization);
     await show(io, json, started);
-    const tokens = await poll(api, endpoints.token, started);
+    const tokens = await poll(io, api, endpoints.token, started);
     const session = sessionFromTokens({ url: origin, ca, tokenEndpoint: endpoints.token }, tokens);
     const signedIn = createApiClient({ url: origin, ca, accessToken: session.accessToken });
     let identity: { id: string; name: string };
@@ -147,7 +165,8 @@ export async function deviceLogin(io: CliIo, json: boolean, origin: string, ca: 
     } finally {
       await signedIn.close();
     }
-    const path = saveSession(io.env, session);
+    // Under the lock: a command refreshing the previous session meanwhile must not save over it.
+    const path = await withSessionLock(io.env, async () => saveSession(io.env, session));
     return { path, session, identity };
   } finally {
     await api.close();

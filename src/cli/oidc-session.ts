@@ -50,6 +50,16 @@ export function refreshDue(session: OidcSession, now = Date.now()): boolean {
 
 const SIGN_IN_AGAIN = 'run svc login again';
 
+/** An OAuth 2 error answer in one phrase: its `error` (else the status) and its description. */
+export function oauthErrorText(status: number, body: Record<string, unknown>): string {
+  const error = typeof body.error === 'string' ? body.error : `HTTP ${status}`;
+  const description = typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
+  return `${error}${description}`;
+}
+
+/** Overloaded or restarting (429, 5xx): the request may succeed later, unchanged. */
+const isTryAgainStatus = (status: number) => status === 429 || status >= 500;
+
 /** One refresh grant (RFC 6749 §6); the answer's new refresh token replaces the old one. */
 async function refreshGrant(session: OidcSession): Promise<OidcSession> {
   if (!session.refreshToken) throw new CliError(`the session has expired: ${SIGN_IN_AGAIN}`);
@@ -61,11 +71,11 @@ async function refreshGrant(session: OidcSession): Promise<OidcSession> {
       client_id: CLIENT_ID,
     });
     if (status === 200) return sessionFromTokens(session, body, session.refreshToken);
-    const error = typeof body.error === 'string' ? body.error : `HTTP ${status}`;
-    if (error === 'invalid_grant')
+    if (body.error === 'invalid_grant')
       throw new CliError(`the session has ended (its refresh token was refused): ${SIGN_IN_AGAIN}`);
+    const error = oauthErrorText(status, body);
     // Overloaded or restarting (429, 503 temporarily_unavailable): the session itself is intact.
-    if (status === 429 || status >= 500)
+    if (isTryAgainStatus(status))
       throw new CliError(`the controller could not refresh the session just now (${error}): try again`);
     throw new CliError(`refreshing the session failed (${error}): ${SIGN_IN_AGAIN}`);
   } finally {

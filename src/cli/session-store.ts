@@ -1,6 +1,7 @@
 import {
   chmodSync,
   closeSync,
+  linkSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -9,6 +10,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CliError } from './cli-error.js';
@@ -117,6 +119,29 @@ const STALE_LOCK_MS = 120_000;
 const LOCK_WAIT_MS = 75_000;
 
 /**
+ * Removes `lock` if it is (still) stale. Two commands may find the same stale lock, and the first
+ * to remove it may create its own lock at once: a plain remove by the second would delete that
+ * live one. So the lock is first renamed away to a name no other command uses (rename is atomic)
+ * and judged there: a stale one is removed; a live one, created between the look and the rename,
+ * is put back under its name, unless yet another command holds the lock by then.
+ */
+export function breakStaleLock(lock: string): void {
+  const moved = `${lock}.${process.pid}.${randomBytes(6).toString('hex')}.stale`;
+  try {
+    renameSync(lock, moved);
+  } catch {
+    return; // gone already: released, or broken by another command
+  }
+  try {
+    if (Date.now() - statSync(moved).mtimeMs <= STALE_LOCK_MS) linkSync(moved, lock);
+  } catch {
+    // `lock` exists again: another command holds it now
+  } finally {
+    rmSync(moved, { force: true });
+  }
+}
+
+/**
  * Runs `fn` while holding `session.json.lock` (created exclusively). Refresh tokens rotate and a
  * rotated one presented again revokes the whole session, so two `svc` commands started together
  * must not both refresh: the second waits, then reads the tokens the first saved.
@@ -126,6 +151,7 @@ export async function withSessionLock<T>(
   fn: () => Promise<T>,
 ): Promise<T> {
   const lock = `${sessionPath(env)}.lock`;
+  mkdirSync(dirname(lock), { recursive: true, mode: 0o700 });
   const deadline = Date.now() + LOCK_WAIT_MS;
   for (;;) {
     try {
@@ -141,7 +167,7 @@ export async function withSessionLock<T>(
     } catch {
       continue; // released in between: try again at once
     }
-    if (age > STALE_LOCK_MS) rmSync(lock, { force: true });
+    if (age > STALE_LOCK_MS) breakStaleLock(lock);
     else if (Date.now() > deadline)
       throw new CliError(
         `${lock} is held by another svc command: try again, or remove it if none is running`,

@@ -50,15 +50,10 @@ export function createRateLimiter(
         throw refused;
       }
     },
-    /**
-     * Seconds to wait when the budget of `key` is spent, else 0; counts nothing. For limits
-     * counted after the fact (a wrong code is known only once the request has been served).
-     */
-    async wait(key: string): Promise<number> {
-      if (!settings.enabled) return 0;
-      const state = await limiter.get(key);
-      if (!state || state.consumedPoints < window.points) return 0;
-      return Math.max(1, Math.ceil(state.msBeforeNext / 1000));
+    /** Gives back a point `take` counted, for a request that turned out not to count. */
+    async giveBack(key: string): Promise<void> {
+      if (!settings.enabled) return;
+      await limiter.reward(key, 1);
     },
   };
 }

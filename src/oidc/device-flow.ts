@@ -57,10 +57,10 @@ export interface DevicePages {
   result(ctx: KoaContextWithOIDC, result: DeviceResult): void;
 }
 
-/** Wrong user codes, counted per client address (RFC 8628 §5.1). */
+/** Wrong user codes, counted per client address (RFC 8628 §5.1) by the code form's gate. */
 export interface UserCodeGuesses {
-  /** Counts one wrong code of this address. */
-  wrong(address: string | undefined): Promise<void>;
+  /** The code this request posted names no device code: its point stays spent. */
+  wrong(req: IncomingMessage): void;
 }
 
 export interface DeviceFlowDeps {
@@ -173,7 +173,7 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
       }
       if (err?.name === 'NotFoundError') {
         audit.record({ event: 'oidc.device.user-code-wrong', outcome: 'failure' });
-        await guesses.wrong(sourceAddress());
+        guesses.wrong(ctx.req);
       }
       // `verification_uri_complete`: the code form, prefilled. Its post looks the code up (where
       // wrong codes are counted) and shows the confirmation every typed code gets, with the

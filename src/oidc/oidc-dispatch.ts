@@ -2,6 +2,7 @@ import { MAX_CONFIG_TYPE_LENGTH, MAX_CONFIG_TYPES } from '../schemas/authenticat
 import type { IncomingMessage } from 'node:http';
 import type { Context, Middleware, Next } from 'koa';
 import { AppError } from '../errors/app-error.js';
+import { CONTROL_REASON, isForbidden } from '../schemas/safe-text.js';
 import { CLIENT_ID } from './create-provider.js';
 import { prefillUserCode } from './device-flow.js';
 import type { IssuerEntry, IssuerRegistry } from './issuer-registry.js';
@@ -117,6 +118,18 @@ async function readForm(req: IncomingMessage): Promise<Buffer | undefined> {
 }
 
 /**
+ * The query check of the authorization endpoint (`checkQuery`), for a form body: the provider
+ * stores the parameters with the device code, and PostgreSQL refuses NUL in jsonb.
+ */
+function controlCharacterIn(params: URLSearchParams): string | undefined {
+  for (const [name, value] of params) {
+    if (isForbidden(name)) return `parameter names ${CONTROL_REASON}`;
+    if (isForbidden(value)) return `${name} ${CONTROL_REASON}`;
+  }
+  return undefined;
+}
+
+/**
  * The device authorization request (RFC 8628 §3.1) gets the authorization endpoint's adjustments in
  * its form body. The rewritten body is handed on as the request's stream: the provider reads a form
  * body by iterating the request (`selective_body.js`), and a body it cannot read it refuses as
@@ -132,7 +145,7 @@ async function rewriteDeviceAuthorizationBody(ctx: Context): Promise<boolean> {
     return false;
   }
   const params = new URLSearchParams(raw.toString('utf8'));
-  const error = rewriteAuthorizationParams(params);
+  const error = controlCharacterIn(params) ?? rewriteAuthorizationParams(params);
   if (error) {
     oauthError(ctx, error);
     return false;
@@ -169,7 +182,9 @@ type TokenRequests = Pick<RefreshSecondFactor, 'takeBearerValues'>;
 
 async function dispatch(ctx: Context, entry: IssuerEntry, tokenRequests: TokenRequests): Promise<void> {
   const req = ctx.req as typeof ctx.req & { originalUrl?: string };
-  const codeForm = ctx.path === CODE_VERIFICATION;
+  // The provider's session reaches it only behind the device code form, which keeps its XSRF
+  // secret there (docs/adr/0005-in-process-cookie-less-resume.md).
+  const passSessionCookie = ctx.path === CODE_VERIFICATION;
   if (ctx.path === ROOT_DISCOVERY) {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       throw new AppError('METHOD_NOT_ALLOWED', { headers: { allow: 'GET, HEAD' } });
@@ -188,9 +203,7 @@ async function dispatch(ctx: Context, entry: IssuerEntry, tokenRequests: TokenRe
     req.originalUrl = req.url;
     req.url = req.url!.slice(OIDC_MOUNT.length) || '/';
   }
-  // The provider's session reaches it only behind the device code form, which keeps its XSRF
-  // secret there (docs/adr/0005-in-process-cookie-less-resume.md).
-  if (!codeForm) {
+  if (!passSessionCookie) {
     const cookie = withoutCookie(req.headers.cookie, entry.sessionCookieName);
     if (cookie === undefined) delete req.headers.cookie;
     else req.headers.cookie = cookie;

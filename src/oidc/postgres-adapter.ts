@@ -67,8 +67,11 @@ const deviceCodesReadableAfter = (at: Date) => new Date(at.getTime() - EXPIRED_M
 const BY_USER_CODE = 'user-code:';
 const PERSON_ROUTES = new Set([CODE_VERIFICATION_ROUTE, DEVICE_RESUME_ROUTE]);
 
-/** A device code the person has neither confirmed nor declined yet. */
-const isPending = (payload: Record<string, unknown>) => !payload.accountId && !payload.error;
+/** A device code the person has neither confirmed nor declined yet, and that has not expired at `at`. */
+const isPending = (payload: Record<string, unknown>, at: Date) =>
+  !payload.accountId &&
+  !payload.error &&
+  !(typeof payload.exp === 'number' && payload.exp * 1000 <= at.getTime());
 
 /** What the adapter reads of the provider's request: its route name and its issuer. */
 type ProviderRequest = { req?: IncomingMessage; oidc?: { route?: string; issuer?: string } };
@@ -241,7 +244,8 @@ export function createPostgresAdapter({
      * answers `expired_token`). At the token endpoint each find is a poll (RFC 8628 §3.5): the
      * same statement records it, and a poll of a pending code earlier than its interval allows
      * answers `slow_down`, the interval having grown by 5 s. Polls reach any instance, so the
-     * interval and the last poll live in the row.
+     * interval and the last poll live in the row. A code polled at another issuer than the one the
+     * device asked at is not found (and its poll not recorded), as codes and refresh tokens are not.
      */
     private async findDeviceCode(id: string): Promise<AdapterPayload | undefined> {
       const at = now();
@@ -264,12 +268,14 @@ export function createPostgresAdapter({
           await oidcPayloadsRepository.find(knex, this.model, id, deviceCodesReadableAfter(at)),
         );
       }
-      const polled = await devicePollsRepository.poll(knex, id, at, deviceCodesReadableAfter(at), {
+      // Redeemed only at the issuer the device asked at (as `redeemableHere` for codes and tokens).
+      const issuer = (requestContext() as ProviderRequest | undefined)?.oidc?.issuer ?? '';
+      const polled = await devicePollsRepository.poll(knex, id, at, deviceCodesReadableAfter(at), issuer, {
         interval: POLL_INTERVAL_SECONDS,
         jitter: POLL_JITTER_SECONDS,
         step: SLOW_DOWN_STEP_SECONDS,
       });
-      if (polled?.tooEarly && !polled.consumedAt && isPending(openPayload(id, polled.payload))) {
+      if (polled?.tooEarly && !polled.consumedAt && isPending(openPayload(id, polled.payload), at)) {
         throw new errors.SlowDown(`poll at most every ${polled.interval} seconds`);
       }
       return this.reply(id, polled);

@@ -24,6 +24,7 @@ const POLL = fixedStatement(`UPDATE oidc_payloads
        poll_interval = CASE WHEN ${TOO_EARLY} THEN COALESCE(poll_interval, ?) + ? ELSE COALESCE(poll_interval, ?) END,
        polled_at = ?
  WHERE model = 'DeviceCode' AND id = ? AND (expires_at IS NULL OR expires_at > ?)
+   AND COALESCE(payload->'deviceInfo'->>'issuer', ?) = ?
 RETURNING payload, consumed_at, polled_too_early, poll_interval`);
 
 /*
@@ -76,27 +77,34 @@ interface PollRow {
 /** The device authorization grant's writes on the device codes in `oidc_payloads` (RFC 8628). */
 export const devicePollsRepository = {
   /**
-   * Records one poll of a device code and reads the code in the same statement; undefined when
-   * the code is unknown or expired before `readableAfter`. A poll sooner than `interval - jitter`
-   * seconds after the previous one is too early, and the interval then grows by `step` seconds.
+   * Records one poll of a device code and reads the code in the same statement; undefined (and
+   * nothing recorded) when the code is unknown, expired before `readableAfter`, or was asked for
+   * at another issuer than `issuer` (a code stored without one is polled anywhere). A poll sooner
+   * than `interval - jitter` seconds after the previous one is too early, and the interval then
+   * grows by `step` seconds.
    */
   async poll(
     db: Db,
     id: string,
     at: Date,
     readableAfter: Date,
+    issuer: string,
     rule: { interval: number; jitter: number; step: number },
   ): Promise<PolledDeviceCode | undefined> {
+    // TOO_EARLY appears twice in the statement (the verdict, then the new interval): its three
+    // parameters are bound once for each.
     const tooEarly = [at, rule.interval, rule.jitter];
     const [row] = await runFixed<PollRow>(db, POLL, [
-      ...tooEarly,
-      ...tooEarly,
-      rule.interval,
-      rule.step,
-      rule.interval,
-      at,
+      ...tooEarly, // polled_too_early = TOO_EARLY
+      ...tooEarly, // poll_interval = CASE WHEN TOO_EARLY
+      rule.interval, // THEN COALESCE(poll_interval, ?)
+      rule.step, // + ?
+      rule.interval, // ELSE COALESCE(poll_interval, ?)
+      at, // polled_at
       hashTokenId(id),
-      readableAfter,
+      readableAfter, // expires_at > ?
+      issuer, // COALESCE(the stored issuer, ?)
+      issuer, // = ?
     ]);
     if (!row) return undefined;
     return {
@@ -107,14 +115,17 @@ export const devicePollsRepository = {
     };
   },
 
-  /** Saves a device code found by its user code; false when it is gone. */
+  /**
+   * Saves a device code found by its user code. A code removed meanwhile (past the janitor's
+   * margin) is not saved, and nothing else is: the device's next poll finds no code.
+   */
   async saveByUserCode(
     db: Db,
     userCode: string,
     saved: { payload: Record<string, unknown>; grantId: string | null; accountId: string | null },
     loginEnd: Date,
-  ): Promise<boolean> {
-    const [row] = await runFixed<{ n: number }>(db, SAVE_BY_USER_CODE, [
+  ): Promise<void> {
+    await runFixed<{ n: number }>(db, SAVE_BY_USER_CODE, [
       JSON.stringify(saved.payload),
       saved.grantId ? hashTokenId(saved.grantId) : null,
       saved.accountId,
@@ -122,7 +133,6 @@ export const devicePollsRepository = {
       loginEnd,
       loginEnd,
     ]);
-    return Number(row!.n) > 0;
   },
 
   /**

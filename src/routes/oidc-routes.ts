@@ -3,15 +3,11 @@ import type { Context, Middleware, Next } from 'koa';
 import { checkQuery } from '../middleware/check-input.js';
 import { oauthErrors } from '../middleware/oauth-errors.js';
 import { LOGIN_PREFIX } from '../oidc/login-paths.js';
-import { rateLimit, type RateLimiter } from '../middleware/rate-limit.js';
-import { clientAddress } from '../middleware/request-context.js';
-import { clientAddressKey } from '../services/auth/client-address-key.js';
-import { renderTooManyCodesPage } from './oidc-device-pages.js';
+import { rateLimit } from '../middleware/rate-limit.js';
 import { INTROSPECTION_PATH, oidcIntrospectionRoutes } from './oidc-introspection-routes.js';
 import { oidcLoginRoutes } from './oidc-login-routes.js';
 import { oidcSessionRoutes } from './oidc-session-routes.js';
 import type { RouteDeps } from './route-deps.js';
-import type { AuditTrail } from '../services/audit-trail.js';
 
 const isLoginPath = (path: string) => path === LOGIN_PREFIX || path.startsWith(`${LOGIN_PREFIX}/`);
 
@@ -45,10 +41,7 @@ function oauthGate(deps: RouteDeps): Middleware {
     [AUTHORIZATION]: rateLimit(deps.authorizationLimiter),
     // Each stores a row as an auth request does: a device code, the code form's session.
     [DEVICE_AUTHORIZATION]: rateLimit(deps.authorizationLimiter),
-    [CODE_VERIFICATION]: chain(
-      rateLimit(deps.authorizationLimiter),
-      userCodeGate(deps.userCodeLimiter, deps.audit),
-    ),
+    [CODE_VERIFICATION]: chain(rateLimit(deps.authorizationLimiter), deps.userCodeThrottle.gate),
   };
   const noLimit: Middleware = (_ctx, next) => next();
   const limitOf = (path: string) =>
@@ -64,20 +57,6 @@ const chain =
   (first: Middleware, second: Middleware): Middleware =>
   (ctx, next) =>
     first(ctx, () => second(ctx, next));
-
-/**
- * An address that entered 10 wrong user codes within a minute gets 429 on the code form's posts
- * until the minute has passed (RFC 8628 §5.1); the provider's form counts the wrong codes.
- */
-function userCodeGate(limiter: RateLimiter, audit: AuditTrail): Middleware {
-  return async function userCodeGateMiddleware(ctx: Context, next: Next) {
-    if (ctx.method !== 'POST') return next();
-    const wait = await limiter.wait(clientAddressKey(clientAddress(ctx)));
-    if (wait === 0) return next();
-    audit.record({ event: 'oidc.device.user-code-throttled', outcome: 'lockout' });
-    renderTooManyCodesPage(ctx, wait);
-  };
-}
 
 /**
  * Everything under `/oidc` plus the root discovery document, handed to `buildKoaApp` as

@@ -17,6 +17,7 @@ import type { Oidc } from '../oidc/create-oidc.js';
 import type { AuditTrail } from '../services/audit-trail.js';
 import type { ApiSessionView } from '../services/api-session-view.js';
 import type { ApiSessionEnding } from '../services/api-session-ending.js';
+import type { UserCodeThrottle } from './user-code-throttle.js';
 
 /**
  * What route modules may use: services, never repositories, so that every rule about the data
@@ -50,11 +51,8 @@ export interface RouteDeps {
   loginLimiter: RateLimiter;
   /** Per-address limit on `GET /oidc/authorization`, which stores an auth request per call. */
   authorizationLimiter: RateLimiter;
-  /**
-   * Wrong user codes at `POST /oidc/device`, per address: 10 a minute, then 429 until the window
-   * has passed (RFC 8628 §5.1). Counted by the provider's code form, checked before it.
-   */
-  userCodeLimiter: RateLimiter;
+  /** Wrong user codes at `POST /oidc/device`, per address (`WRONG_USER_CODES_PER_MINUTE`). */
+  userCodeThrottle: UserCodeThrottle;
   /** Per calling identity (not per address) on `POST /oidc/token/introspection`. */
   introspectionLimiter: RateLimiter;
   /** The OIDC provider, its login flow, token verifier, sessions and signing keys. */

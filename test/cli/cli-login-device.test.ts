@@ -3,18 +3,21 @@
 // tokens live one minute here (the shortest the configuration allows), so the CLI's refresh
 // before expiry can be seen within a test.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import {
   cookieJar,
+  deviceRow,
   expireDeviceCode,
   headingOf,
   inputValue,
   personSignsIn,
+  pollOnce,
 } from '../device-flow/device-fixtures.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { payloadOf } from '../oidc/oidc-fixtures.js';
 import { mode, oneLine } from './cli-fixture.js';
 import { readSession, sessionFileOf, startDeviceLogin, writeSession } from './device-login-fixture.js';
@@ -175,6 +178,31 @@ describe('svc login --device', () => {
     expect(existsSync(sessionFileOf(home))).toBe(false);
   });
 
+  test('the session is saved under the session lock: while another command holds it, the login waits for it', async () => {
+    const home = newHome();
+    const lock = `${sessionFileOf(home)}.lock`;
+    mkdirSync(dirname(lock), { recursive: true, mode: 0o700 });
+    writeFileSync(lock, '');
+    const login = startDeviceLogin(['login', server.url, '--device', '--ca', caFile], home);
+    const userCode = await login.userCode();
+
+    await personSignsIn(cookieJar(server.client), await login.link(), admin);
+    await waitFor(async () => (await deviceRow(server, userCode))?.consumed_at != null, {
+      timeout: 30_000,
+      what: 'the CLI redeeming its device code',
+    });
+    // Time enough to fetch the identity and save; it must wait for the lock instead.
+    await sleep(2000);
+    const savedWhileLocked = existsSync(sessionFileOf(home));
+    rmSync(lock);
+    const result = await login.done;
+
+    expect(savedWhileLocked).toBe(false);
+    expect(result.code).toBe(0);
+    expect(readSession(home).accessToken).toEqual(expect.any(String));
+    expect(existsSync(lock)).toBe(false);
+  });
+
   test('--device takes no username or password', async () => {
     const result = await runSvc(['login', server.url, '--device', '-u', 'admin', '--ca', caFile], {
       home: newHome(),
@@ -258,4 +286,46 @@ describe('svc login --device', () => {
       'svc: the session has ended (its refresh token was refused): run svc login again\n',
     );
   });
+});
+
+describe('svc login --device against a busy controller', () => {
+  let server: TestServer;
+  let caFile: string;
+  const home = mkdtempSync(join(tmpdir(), 'svc-cli-device-busy-'));
+  beforeAll(async () => {
+    // The token endpoint's budget: 8 requests per 8-second window per address.
+    server = await startTestServer({
+      env: { SVC_RATE_LIMITS_ENABLED: 'true', SVC_RATE_LIMITS_PER_SECOND: '1', SVC_RATE_LIMITS_BURST: '8' },
+    });
+    caFile = join(server.dataDir, 'pki', 'ca.pem');
+  });
+  afterAll(async () => {
+    await server.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  test('a 429 while polling is no failure: the CLI says so, waits longer and polls again until the sign-in is confirmed', async () => {
+    const login = startDeviceLogin(['login', server.url, '--device', '--ca', caFile], home);
+    const link = await login.link();
+    // The CLI's address (127.0.0.1) spends its token endpoint budget before the CLI's first poll.
+    const statuses: number[] = [];
+    while (!statuses.includes(429))
+      statuses.push((await pollOnce(server.client, 'not-a-device-code')).status);
+    const person = cookieJar(server.newClient({ localAddress: '127.0.0.2' }));
+    const signedIn = await personSignsIn(person, link, admin);
+
+    const result = await login.done;
+
+    expect(headingOf(signedIn.text)).toBe('Device signed in');
+    expect(result.stderr).toMatch(/^the controller is busy \(HTTP 429\): asking again in 10 seconds$/m);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`Logged in to ${server.url} as ${ADMIN_USERNAME}`);
+    expect(
+      (
+        await server.client.get('/edge/client/v1/current-identity', {
+          headers: { authorization: `Bearer ${readSession(home).accessToken}` },
+        })
+      ).status,
+    ).toBe(200);
+  }, 60_000);
 });

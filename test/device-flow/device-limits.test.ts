@@ -3,7 +3,15 @@ import { capturedAuditLog } from '../helpers/audit-log.js';
 import type { HttpsClient, TestResponse } from '../helpers/https-client.js';
 import { describeWithPostgres } from '../helpers/test-database.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
-import { cookieJar, headingOf, inputValue, type Browser } from './device-fixtures.js';
+import {
+  confirmCode,
+  cookieJar,
+  deviceClient,
+  headingOf,
+  inputValue,
+  startDevice,
+  type Browser,
+} from './device-fixtures.js';
 
 const LIMITED = {
   SVC_RATE_LIMITS_ENABLED: 'true',
@@ -86,6 +94,57 @@ describe('device authorization grant: limits', () => {
   });
 });
 
+describe('device authorization grant: wrong user codes typed in parallel', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    // The authorization endpoint's own limit is high here, so only the user-code limit can refuse.
+    server = await startTestServer({
+      env: {
+        ...LIMITED,
+        SVC_RATE_LIMITS_AUTHORIZATION_BURST: '200',
+        SVC_RATE_LIMITS_AUTHORIZATION_PER_SECOND: '10',
+      },
+    });
+  });
+  afterAll(() => server.close());
+
+  test('40 wrong codes posted at once from 40 form sessions of one address: 10 are checked, 30 get 429', async () => {
+    const client = server.newClient({ localAddress: '127.0.0.8' });
+    const browsers = Array.from({ length: 40 }, () => cookieJar(client));
+    const forms = await Promise.all(browsers.map((b) => b.get('/oidc/device')));
+
+    const answers = await Promise.all(browsers.map((b, i) => typeWrongCode(b, forms[i]!)));
+
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(400), ...Array(30).fill(429)]);
+    expect(answers.filter((a) => a.status === 429).every((a) => Number(a.header('retry-after')) > 0)).toBe(
+      true,
+    );
+  });
+
+  test('a right code is not counted: after 9 wrong codes a person’s right code and one more wrong code are checked', async () => {
+    const address = '127.0.0.9';
+    const { config, close } = await deviceClient(server);
+    try {
+      const guesser = cookieJar(server.newClient({ localAddress: address }));
+      const { page, statuses } = await typeWrongCodes(guesser, 9);
+      const { verification_uri_complete } = await startDevice(config);
+      const person = cookieJar(server.newClient({ localAddress: address }));
+
+      const { login } = await confirmCode(person, verification_uri_complete!);
+      const last = await typeWrongCode(guesser, page);
+      const refused = await typeWrongCode(guesser, last);
+
+      expect(statuses).toEqual(Array(9).fill(400));
+      expect(login.status).toBe(303);
+      expect(last.status).toBe(400);
+      expect(refused.status).toBe(429);
+    } finally {
+      close();
+    }
+  });
+});
+
 describeWithPostgres('device authorization grant: wrong user codes are counted across instances', () => {
   let a: TestServer;
   let b: TestServer;
@@ -108,6 +167,27 @@ describeWithPostgres('device authorization grant: wrong user codes are counted a
     const refused = await typeWrongCode(onA, first.page);
 
     expect([...first.statuses, ...second.statuses]).toEqual(Array(10).fill(400));
+    expect(refused.status).toBe(429);
+  });
+
+  test('posts that carried no wrong code give their point back in the shared count too', async () => {
+    // Within the authorization endpoint's own budget of 15: 1 form, 13 posts on A, 1 post on B.
+    const onA = cookieJar(a.newClient({ localAddress: '127.0.0.10' }));
+    const onB = cookieJar(b.newClient({ localAddress: '127.0.0.10' }));
+    let page = await onA.get('/oidc/device');
+    const empty: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      page = await onA.post('/oidc/device', {
+        form: { xsrf: inputValue(page.text, 'xsrf') ?? '', user_code: '' },
+      });
+      empty.push(page.status);
+    }
+
+    const wrong = await typeWrongCodes(onA, 10, page);
+    const refused = await onB.post('/oidc/device', { form: { user_code: 'BBBB-BBBB' } });
+
+    expect(empty).toEqual([400, 400, 400]);
+    expect(wrong.statuses).toEqual(Array(10).fill(400));
     expect(refused.status).toBe(429);
   });
 });
