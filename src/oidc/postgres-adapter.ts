@@ -275,9 +275,18 @@ export function createPostgresAdapter({
         jitter: POLL_JITTER_SECONDS,
         step: SLOW_DOWN_STEP_SECONDS,
       });
-      if (polled?.tooEarly && !polled.consumedAt && isPending(openPayload(id, polled.payload), at)) {
+      if (!polled || polled.consumedAt) return this.reply(id, polled);
+      const payload = openPayload(id, polled.payload);
+      if (polled.tooEarly && isPending(payload, at)) {
         throw new errors.SlowDown(`poll at most every ${polled.interval} seconds`);
       }
+      // A confirmed code about to be redeemed is read again with its grant and facts, as codes
+      // are (`findWithGrant`): a parallel poll that finds it used revokes the grant, and must not
+      // fail this, the winning, poll half-way through issuing.
+      const ctx = prefetch && requestContext();
+      const confirmed = typeof payload.accountId === 'string' && !payload.error;
+      const expired = typeof payload.exp === 'number' && payload.exp * 1000 <= at.getTime();
+      if (ctx && confirmed && !expired) return this.findWithGrant(ctx, 'DeviceCode', id);
       return this.reply(id, polled);
     }
 

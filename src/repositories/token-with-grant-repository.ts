@@ -5,7 +5,7 @@ import { IDENTITY_COLUMNS, toIdentity, type Identity } from './identities-reposi
 import type { StoredOidcPayload } from './oidc-payloads-repository.js';
 
 /** The tokens a token request redeems: read with their grant in one statement. */
-export type GrantTokenModel = 'AuthorizationCode' | 'RefreshToken';
+export type GrantTokenModel = 'AuthorizationCode' | 'RefreshToken' | 'DeviceCode';
 
 /**
  * Everything a code exchange or a refresh grant checks before it issues tokens, as it stood at one

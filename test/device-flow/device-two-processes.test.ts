@@ -119,21 +119,26 @@ describeWithPostgres('device authorization grant on two controller processes', (
     expect((await refreshTokens(onA, refreshed.body.refresh_token)).body.error).toBe('invalid_grant');
   });
 
+  // The winner read the code with its grant and facts before its consume: a loser that finds the
+  // code used revokes the grant, and the winner still answers (its tokens then revoked, as for a
+  // replayed authorization code). Several trials, since the interleaving differs each time.
   test('parallel polls of one confirmed device code on A and B give exactly one token set', async () => {
-    const started = await onB.post('/oidc/device/auth', {
-      form: { client_id: 'svc', scope: 'openid offline_access' },
-    });
-    const done = await personSignsIn(cookieJar(onA), started.body.verification_uri_complete, ADMIN);
-    expect(headingOf(done.text)).toBe('Device signed in');
+    for (let trial = 0; trial < 5; trial++) {
+      const started = await onB.post('/oidc/device/auth', {
+        form: { client_id: 'svc', scope: 'openid offline_access' },
+      });
+      const done = await personSignsIn(cookieJar(onA), started.body.verification_uri_complete, ADMIN);
+      expect(headingOf(done.text)).toBe('Device signed in');
 
-    const polls = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => pollOnce(i % 2 ? onA : onB, started.body.device_code)),
-    );
+      const polls = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => pollOnce(i % 2 ? onA : onB, started.body.device_code)),
+      );
 
-    expect(polls.filter((p) => p.status === 200)).toHaveLength(1);
-    for (const lost of polls.filter((p) => p.status !== 200)) {
-      expect(lost.status).toBe(400);
-      expect(['invalid_grant', 'slow_down']).toContain(lost.body.error);
+      expect(polls.filter((p) => p.status === 200)).toHaveLength(1);
+      for (const lost of polls.filter((p) => p.status !== 200)) {
+        expect(lost.status).toBe(400);
+        expect(['invalid_grant', 'slow_down']).toContain(lost.body.error);
+      }
     }
-  });
+  }, 60_000);
 });
