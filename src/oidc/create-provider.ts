@@ -252,9 +252,9 @@ function configuration(o: ProviderOptions): Configuration {
       },
     },
     rotateRefreshToken: true,
-    // Codes and tokens are not bound to the provider's Session, which is never stored (the
-    // adapter): the provider's default binds those of a login without offline_access to it, and
-    // their exchange would fail.
+    // Codes and tokens are not bound to the provider's Session, which is stored only behind the
+    // device code form (the adapter): the provider's default binds those of a login without
+    // offline_access to it, and their exchange would fail.
     expiresWithSession: () => false,
     ttl: ttls(o.durations),
     findAccount: o.accounts.findAccount,

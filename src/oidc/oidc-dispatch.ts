@@ -103,7 +103,7 @@ function rewriteAuthorizationQuery(ctx: Context): boolean {
   return true;
 }
 
-/** The provider's own limit on form bodies (`selective_body.js`). */
+/** The provider's own limit on form bodies (`lib/shared/selective_body.js` of oidc-provider 9.13.3). */
 const MAX_FORM_BYTES = 56 * 1024;
 
 async function readForm(req: IncomingMessage): Promise<Buffer | undefined> {
@@ -132,7 +132,7 @@ function controlCharacterIn(params: URLSearchParams): string | undefined {
 /**
  * The device authorization request (RFC 8628 §3.1) gets the authorization endpoint's adjustments in
  * its form body. The rewritten body is handed on as the request's stream: the provider reads a form
- * body by iterating the request (`selective_body.js`), and a body it cannot read it refuses as
+ * body by iterating the request (`lib/shared/selective_body.js` of oidc-provider 9.13.3), and a body it cannot read it refuses as
  * `invalid_request`, as it would have. Other content types go through untouched (the provider
  * refuses them). False when the request was answered with an error.
  */

@@ -118,9 +118,9 @@ export function createPostgresAdapter({
     constructor(private readonly model: string) {}
 
     /**
-     * The provider's Session is not stored: its cookie is stripped from every request
-     * (oidc-dispatch.ts), and no code or token is bound to it (`expiresWithSession`,
-     * create-provider.ts), so nothing would ever read it. A Grant is saved once, as its login
+     * The provider's Session is stored only behind the device code form, for its XSRF secret;
+     * elsewhere its cookie is stripped (oidc-dispatch.ts) and no code or token is bound to it
+     * (`expiresWithSession`, create-provider.ts), so nothing would ever read it. A Grant is saved once, as its login
      * completes and before its code: it ends with that code until a token is issued
      * (login-lifetime.ts). A refresh token moves the end of its login's rows to its own.
      */
