@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import {
   BROWSER_TIMEOUT,
   launchChromium,
-  layoutFacts,
+  expectAccessiblePage,
+  navigate,
   PHONE,
   screenshotDir,
   watchedPage,
@@ -15,26 +16,6 @@ import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { managementApi } from '../identities/identity-fixtures.js';
 import { createPolicy, createUser, enrollTotp, type TestUser } from '../second-factors/factor-fixtures.js';
-
-/** Runs `action` (a click or a key press) and waits until the page it leads to has loaded. */
-async function navigate(page: Page, action: () => Promise<void>): Promise<void> {
-  await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), action()]);
-}
-
-/** The facts every controller page must show: phone-sized, labelled, no script, one main. */
-async function expectAccessiblePage(page: Page, h1: string) {
-  const facts = await layoutFacts(page);
-  expect(facts).toMatchObject({
-    viewport: 'width=device-width, initial-scale=1',
-    lang: 'en',
-    overflowsX: false,
-    h1,
-    main: 1,
-    unlabelled: [],
-    scripts: 0,
-  });
-  return facts;
-}
 
 describeNeeding([BINARIES.chromium])(
   'device authorization grant in Chromium: a headless device polls while a person confirms and signs in with TOTP',

@@ -6,7 +6,9 @@ import {
   BROWSER_TIMEOUT,
   describedBy,
   launchChromium,
+  expectAccessiblePage,
   layoutFacts,
+  navigate,
   PHONE,
   screenshotDir,
   watchedPage,
@@ -24,26 +26,6 @@ import { createPolicy } from '../second-factors/factor-fixtures.js';
 /** The example's session cookie and its sealed sign-in cookie (examples/web-app/server.js). */
 const SESSION_COOKIE = 'webapp.sid';
 const SIGN_IN_COOKIE = 'webapp.signin';
-
-/** Runs `action` (a click or a key press) and waits until the page it leads to has loaded. */
-async function navigate(page: Page, action: () => Promise<void>): Promise<void> {
-  await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), action()]);
-}
-
-/** The facts every controller page must show: phone-sized, labelled, no script, one main, a title. */
-async function expectAccessiblePage(page: Page, h1: string) {
-  const facts = await layoutFacts(page);
-  expect(facts).toMatchObject({
-    viewport: 'width=device-width, initial-scale=1',
-    lang: 'en',
-    overflowsX: false,
-    h1,
-    main: 1,
-    unlabelled: [],
-    scripts: 0,
-  });
-  return facts;
-}
 
 describeNeeding([BINARIES.chromium])(
   'examples/web-app in Chromium: password, TOTP enrollment, Edge API, end_session',

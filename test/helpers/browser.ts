@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
@@ -165,4 +166,24 @@ export async function describedBy(page: Page, selector: string) {
       description: ids.map((id) => document.getElementById(id)?.textContent ?? `(missing #${id})`).join(' '),
     };
   }, selector);
+}
+
+/** Runs `action` (a click or a key press) and waits until the page it leads to has loaded. */
+export async function navigate(page: Page, action: () => Promise<void>): Promise<void> {
+  await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), action()]);
+}
+
+/** The facts every controller page must show: phone-sized, labelled, no script, one main. */
+export async function expectAccessiblePage(page: Page, h1: string) {
+  const facts = await layoutFacts(page);
+  expect(facts).toMatchObject({
+    viewport: 'width=device-width, initial-scale=1',
+    lang: 'en',
+    overflowsX: false,
+    h1,
+    main: 1,
+    unlabelled: [],
+    scripts: 0,
+  });
+  return facts;
 }
