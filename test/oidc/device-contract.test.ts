@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { openPayload } from '../../src/oidc/stored-payload.js';
 import { oidcPayloadsRepository } from '../../src/repositories/oidc-payloads-repository.js';
 import { capturedAuditLog } from '../helpers/audit-log.js';
-import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { refreshTokens } from '../helpers/oidc-client.js';
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { managementApi, enrolledUpdbUser } from '../identities/identity-fixtures.js';
 import {
   authRequestIdOf,
@@ -19,6 +20,8 @@ import {
   startDevice,
 } from '../device-flow/device-fixtures.js';
 import { issuerOf } from './oidc-fixtures.js';
+
+const admin = { username: ADMIN_USERNAME, password: ADMIN_PASSWORD };
 
 /** The installed provider's source of one module (as the upgrade would change it). */
 const providerSource = (path: string) => readFileSync(`node_modules/oidc-provider/lib/${path}`, 'utf8');
@@ -135,6 +138,27 @@ describe('contract: oidc-provider internals behind the device authorization gran
     );
   });
 
+  test('at the login’s end ctx.oidc.deviceCode.deviceInfo is the device’s: its issuer, not the one the person typed the code at, owns the login', async () => {
+    const localhost = server.url.replace('127.0.0.1', 'localhost');
+    const local = await deviceClient(server, 'localhost');
+    const atLocalhost = server.newClient({}, localhost);
+    try {
+      const started = await startDevice(local.config);
+      const viaIp = started.verification_uri_complete!.replace(localhost, server.url);
+
+      const done = await personSignsIn(cookieJar(server.client), viaIp, admin);
+      const issued = await pollOnce(atLocalhost, started.device_code);
+      // A refresh token is redeemed only at its login's issuer (the login facts deviceIssuerOf wrote).
+      const refreshed = await refreshTokens(atLocalhost, issued.body.refresh_token);
+
+      expect(headingOf(done.text)).toBe('Device signed in');
+      expect(issued.status).toBe(200);
+      expect(refreshed.status).toBe(200);
+    } finally {
+      await local.close();
+    }
+  });
+
   test('the grant.error event carries the error as err.error: an expired device code is audited as oidc.device.expired', async () => {
     const seen: unknown[] = [];
     const listener = (_ctx: unknown, err: { error?: unknown }) => void seen.push(err?.error);
@@ -157,6 +181,8 @@ describe('contract: oidc-provider internals behind the device authorization gran
     const api = managementApi(server, await server.adminToken());
     const user = await enrolledUpdbUser(server, api, 'device-contract-gone');
     const started = await startDevice(device.config);
+    const confirmations = () => audit.events().filter((e) => e.event === 'oidc.device.confirmed').length;
+    const confirmedBefore = confirmations();
     // The identity is deleted just as the finished login's API session is written: the provider's
     // resume then meets the AccessDenied of account-policy.ts `loadExistingGrant`, the one refusal
     // that comes after the login pages' own checks. The statement fails, so the delete is undone.
@@ -178,7 +204,7 @@ describe('contract: oidc-provider internals behind the device authorization gran
       expect(refused.status).toBe(400);
       expect(refused.text).toContain('The sign-in could not be completed. Start it on your device again.');
       expect(headingOf(refused.text)).not.toBe('Sign-in declined');
-      expect(audit.events().some((e) => e.event === 'oidc.device.confirmed')).toBe(false);
+      expect(confirmations()).toBe(confirmedBefore);
       expect(poll.status).toBe(400);
       expect(poll.body.error).toBe('access_denied');
     } finally {
