@@ -1,7 +1,4 @@
 import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { createHttpsClient, type HttpsClient } from '../helpers/https-client.js';
 import {
@@ -13,13 +10,11 @@ import {
   submitLogin,
 } from '../helpers/oidc-client.js';
 import {
-  freePort,
-  spawnController,
-  twoAddressConfig,
-  waitListening,
+  startControllerPair,
+  type ControllerPair,
   type SpawnedController,
 } from '../helpers/spawn-controller.js';
-import { createTestDatabaseUrl, describeWithPostgres } from '../helpers/test-database.js';
+import { describeWithPostgres } from '../helpers/test-database.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 // Each test starts controller processes (tsx, migrations, PKI): minutes, not seconds, on a
@@ -31,7 +26,7 @@ const MGMT = '/edge/management/v1';
 
 // Several processes need a shared PostgreSQL; the embedded database serves one process only.
 describeWithPostgres('two controller processes on one PostgreSQL database', () => {
-  let db: { url: string; drop: () => Promise<void> };
+  let pair: ControllerPair;
   let a: SpawnedController;
   let b: SpawnedController;
   let onA: HttpsClient;
@@ -39,20 +34,8 @@ describeWithPostgres('two controller processes on one PostgreSQL database', () =
   let adminToken: string;
 
   beforeAll(async () => {
-    db = (await createTestDatabaseUrl())!;
-    const [portA, portB] = [await freePort(), await freePort()];
-    const dirA = mkdtempSync(join(tmpdir(), 'svc-a-'));
-    const dirB = mkdtempSync(join(tmpdir(), 'svc-b-'));
-    const env = (dir: string, own: number, other: number) => ({
-      SVC_DATA_DIR: dir,
-      DATABASE_URL: db.url,
-      SVC_CONFIG: twoAddressConfig(dir, own, other),
-      SVC_RATE_LIMITS_ENABLED: 'false',
-    });
-    a = await spawnController(env(dirA, portA, portB), portA);
-    await waitListening(a);
-    b = await spawnController(env(dirB, portB, portA), portB);
-    await waitListening(b);
+    pair = await startControllerPair();
+    ({ a, b } = pair);
     onA = createHttpsClient(a.url, { ca: a.ca() });
     onB = createHttpsClient(b.url, { ca: b.ca() });
     const login = await onA.post(`${MGMT}/authenticate?method=password`, { body: ADMIN });
@@ -61,9 +44,7 @@ describeWithPostgres('two controller processes on one PostgreSQL database', () =
 
   afterAll(async () => {
     await Promise.all([onA?.close(), onB?.close()]);
-    for (const c of [a, b]) c?.child.kill('SIGTERM');
-    await Promise.all([a?.exited, b?.exited]);
-    await db?.drop();
+    await pair?.close();
   });
 
   async function userWithPassword(name: string): Promise<{ id: string; password: string }> {
@@ -188,7 +169,7 @@ describeWithPostgres('two controller processes on one PostgreSQL database', () =
     const user = await userWithPassword('hamilton');
     const { tokens } = await oidcLogin(onA, { body: { username: 'hamilton', password: user.password } });
     expect((await me(onB, tokens.access_token)).status).toBe(200);
-    const admin = new pg.Client({ connectionString: db.url });
+    const admin = new pg.Client({ connectionString: pair.dbUrl });
     await admin.connect();
     // Every LISTEN connection of both processes goes; the one-second catch-up read must cover.
     const cut = await admin.query(

@@ -1,18 +1,13 @@
 import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { generateClientKeyAndCsr } from '../../src/crypto/pki.js';
 import { createHttpsClient, type HttpsClient } from '../helpers/https-client.js';
 import { oidcLogin, refreshTokens } from '../helpers/oidc-client.js';
 import {
-  freePort,
-  spawnController,
-  twoAddressConfig,
-  waitListening,
+  startControllerPair,
+  type ControllerPair,
   type SpawnedController,
 } from '../helpers/spawn-controller.js';
-import { createTestDatabaseUrl, describeWithPostgres } from '../helpers/test-database.js';
+import { describeWithPostgres } from '../helpers/test-database.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 // Controller processes start with tsx, migrations and the PKI: minutes on a loaded machine.
@@ -24,7 +19,7 @@ const CLIENT = '/edge/client/v1';
 
 // Several processes need a shared PostgreSQL; the embedded database serves one process only.
 describeWithPostgres('a session ended on one instance is refused on the other', () => {
-  let db: { url: string; drop: () => Promise<void> };
+  let pair: ControllerPair;
   let a: SpawnedController;
   let b: SpawnedController;
   let onA: HttpsClient;
@@ -32,20 +27,8 @@ describeWithPostgres('a session ended on one instance is refused on the other', 
   let admin: Record<string, string>;
 
   beforeAll(async () => {
-    db = (await createTestDatabaseUrl())!;
-    const [portA, portB] = [await freePort(), await freePort()];
-    const dirA = mkdtempSync(join(tmpdir(), 'svc-a-'));
-    const dirB = mkdtempSync(join(tmpdir(), 'svc-b-'));
-    const env = (dir: string, own: number, other: number) => ({
-      SVC_DATA_DIR: dir,
-      DATABASE_URL: db.url,
-      SVC_CONFIG: twoAddressConfig(dir, own, other),
-      SVC_RATE_LIMITS_ENABLED: 'false',
-    });
-    a = await spawnController(env(dirA, portA, portB), portA);
-    await waitListening(a);
-    b = await spawnController(env(dirB, portB, portA), portB);
-    await waitListening(b);
+    pair = await startControllerPair();
+    ({ a, b } = pair);
     onA = createHttpsClient(a.url, { ca: a.ca() });
     onB = createHttpsClient(b.url, { ca: b.ca() });
     const login = await onA.post(`${MGMT}/authenticate?method=password`, { body: ADMIN });
@@ -54,9 +37,7 @@ describeWithPostgres('a session ended on one instance is refused on the other', 
 
   afterAll(async () => {
     await Promise.all([onA?.close(), onB?.close()]);
-    for (const c of [a, b]) c?.child.kill('SIGTERM');
-    await Promise.all([a?.exited, b?.exited]);
-    await db?.drop();
+    await pair?.close();
   });
 
   async function userWithPassword(name: string): Promise<{ id: string; password: string }> {

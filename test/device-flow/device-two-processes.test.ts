@@ -2,20 +2,15 @@
 // replicas behind one address: each process also answers for the other's address, so a request
 // may reach either. The poll state (last poll, interval) and the device code live in the database.
 import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttpsClient, type HttpsClient } from '../helpers/https-client.js';
 import { refreshTokens } from '../helpers/oidc-client.js';
 import {
-  freePort,
-  spawnController,
-  twoAddressConfig,
-  waitListening,
+  startControllerPair,
+  type ControllerPair,
   type SpawnedController,
 } from '../helpers/spawn-controller.js';
-import { createTestDatabaseUrl, describeWithPostgres } from '../helpers/test-database.js';
+import { describeWithPostgres } from '../helpers/test-database.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { payloadOf } from '../oidc/oidc-fixtures.js';
 import { cookieJar, headingOf, personSignsIn, pollOnce } from './device-fixtures.js';
@@ -27,7 +22,7 @@ const ADMIN = { username: 'admin', password: 'admin-password-1' };
 const INTERVAL_MS = 5_200;
 
 describeWithPostgres('device authorization grant on two controller processes', () => {
-  let db: { url: string; drop: () => Promise<void> };
+  let pair: ControllerPair;
   let a: SpawnedController;
   let b: SpawnedController;
   /** Requests for A's address, reaching A; and the same address reaching B. */
@@ -35,29 +30,15 @@ describeWithPostgres('device authorization grant on two controller processes', (
   let onB: HttpsClient;
 
   beforeAll(async () => {
-    db = (await createTestDatabaseUrl())!;
-    const [portA, portB] = [await freePort(), await freePort()];
-    const dirA = mkdtempSync(join(tmpdir(), 'svc-device-a-'));
-    const dirB = mkdtempSync(join(tmpdir(), 'svc-device-b-'));
-    const env = (dir: string, own: number, other: number) => ({
-      SVC_DATA_DIR: dir,
-      DATABASE_URL: db.url,
-      SVC_CONFIG: twoAddressConfig(dir, own, other),
-      SVC_RATE_LIMITS_ENABLED: 'false',
-    });
-    a = await spawnController(env(dirA, portA, portB), portA);
-    await waitListening(a);
-    b = await spawnController(env(dirB, portB, portA), portB);
-    await waitListening(b);
+    pair = await startControllerPair('svc-device');
+    ({ a, b } = pair);
     onA = createHttpsClient(a.url, { ca: a.ca() });
-    onB = createHttpsClient(a.url, { ca: a.ca(), connectPort: portB });
+    onB = createHttpsClient(a.url, { ca: a.ca(), connectPort: b.port });
   });
 
   afterAll(async () => {
     await Promise.all([onA?.close(), onB?.close()]);
-    for (const c of [a, b]) c?.child.kill('SIGTERM');
-    await Promise.all([a?.exited, b?.exited]);
-    await db?.drop();
+    await pair?.close();
   });
 
   const me = (client: HttpsClient, accessToken: string) =>

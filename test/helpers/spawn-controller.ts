@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabaseUrl } from './test-database.js';
 
 export interface SpawnedController {
   child: ChildProcess;
@@ -94,4 +96,55 @@ export async function waitListening(c: SpawnedController, timeoutMs = 120_000): 
     if (Date.now() - start > timeoutMs) throw new Error(`controller did not start: ${c.output()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Two controller processes on one fresh PostgreSQL database (see `startControllerPair`). */
+export interface ControllerPair {
+  a: SpawnedController;
+  b: SpawnedController;
+  /** Their database. */
+  dbUrl: string;
+  /** Stops both processes, then drops their database. */
+  close: () => Promise<void>;
+}
+
+/**
+ * Two controllers on a database of their own, as the replicas of one deployment behind one name:
+ * each binds its own port and also answers for the other's address (`twoAddressConfig`). Rate
+ * limits are off. Needs TEST_DATABASE_URL (`describeWithPostgres`).
+ */
+export async function startControllerPair(prefix = 'svc'): Promise<ControllerPair> {
+  const db = await createTestDatabaseUrl();
+  if (!db) throw new Error('two controller processes need PostgreSQL: set TEST_DATABASE_URL');
+  const [portA, portB] = [await freePort(), await freePort()];
+  const env = (side: string, own: number, other: number) => {
+    const dir = mkdtempSync(join(tmpdir(), `${prefix}-${side}-`));
+    return {
+      SVC_DATA_DIR: dir,
+      DATABASE_URL: db.url,
+      SVC_CONFIG: twoAddressConfig(dir, own, other),
+      SVC_RATE_LIMITS_ENABLED: 'false',
+    };
+  };
+  const started: SpawnedController[] = [];
+  const stop = async () => {
+    for (const c of started) c.child.kill('SIGTERM');
+    await Promise.all(started.map((c) => c.exited));
+    await db.drop();
+  };
+  try {
+    for (const [side, own, other] of [
+      ['a', portA, portB],
+      ['b', portB, portA],
+    ] as const) {
+      const c = await spawnController(env(side, own, other), own);
+      started.push(c);
+      await waitListening(c);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const [a, b] = started as [SpawnedController, SpawnedController];
+  return { a, b, dbUrl: db.url, close: stop };
 }
