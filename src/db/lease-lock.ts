@@ -60,6 +60,9 @@ export function createLeaseLock({
       throw err;
     }));
     const holder = `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
+    // The lease counts from before the statement was sent: the database's end is later, so this
+    // holder stops counting itself the holder before anyone else can take the lease over.
+    const sentAt = Date.now();
     const { rows } = await knex.raw(
       `INSERT INTO instance_locks AS l (name, holder, expires_at)
        VALUES (?, ?, now() + ?::interval)
@@ -71,14 +74,15 @@ export function createLeaseLock({
     if (rows.length === 0) return undefined;
 
     let held = true;
-    let confirmedAt = Date.now();
+    let confirmedAt = sentAt;
     const renew = async () => {
+      const renewSentAt = Date.now();
       try {
         const renewed = await knex('instance_locks')
           .where({ name, holder })
           .update({ expires_at: knex.raw('now() + ?::interval', [ttl]) });
         if (renewed === 0) stop();
-        else confirmedAt = Date.now();
+        else confirmedAt = renewSentAt;
       } catch {
         // The database is unreachable: the lease still counts until it would have expired.
       }
