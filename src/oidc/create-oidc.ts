@@ -57,6 +57,11 @@ export interface OidcDeps {
   /** Verifies the secondary external JWT a refresh grant must carry when the policy requires one. */
   secondaryExtJwt: Pick<ExtJwtMethod, 'checkSecondary'>;
   totp: LoginFlowDeps['totp'];
+  /** Passkey ceremonies and the second-factor check of the login (an extension beyond the specification). */
+  passkeys: LoginFlowDeps['passkeys'];
+  passkeyFactor: LoginFlowDeps['passkeyFactor'];
+  /** The WebAuthn site of a request's Host (409 PASSKEYS_UNAVAILABLE where a browser would refuse it). */
+  webauthnSiteFor: (host: string) => ReturnType<LoginFlowDeps['webauthnSiteOf']>;
   /** The policies' concurrent-session limit; this part tells it how an OIDC session ends. */
   sessionLimit: Pick<SessionLimitService, 'admit' | 'endOidcSessionsWith'>;
   audit: AuditTrail;
@@ -231,6 +236,9 @@ export async function createOidc(deps: OidcDeps) {
       completedLogins,
       sessionLimit: deps.sessionLimit,
       sessions,
+      passkeys: deps.passkeys,
+      passkeyFactor: deps.passkeyFactor,
+      webauthnSiteOf: (ctx) => deps.webauthnSiteFor(ctx.host),
     }),
     verifier,
     /** Token introspection for resource servers (our `/oidc/token/introspection`). */

@@ -5,23 +5,38 @@ import type { OwedFactors } from './second-factors.js';
 
 /** A factor a login can bind to the account mid-flow, by the auth query that asks for it. */
 export interface BindableFactor {
-  typeId: string;
+  /** The auth query that asks for this factor. */
+  matches: (q: AuthQuery) => boolean;
   /** For messages: what the login owes when it owes this factor. */
   owedName: string;
 }
 
-export const TOTP_BINDING: BindableFactor = { typeId: 'MFA', owedName: 'a TOTP code' };
+/** TOTP: the MFA query of the specification (`isTotpEnrolled`). */
+export const TOTP_BINDING: BindableFactor = {
+  matches: (q) => q.typeId === 'MFA' && 'isTotpEnrolled' in q,
+  owedName: 'a TOTP code',
+};
+
+/** A passkey a policy requires (`isPasskeyRegistered`; an extension beyond the specification). */
+export const PASSKEY_BINDING: BindableFactor = {
+  matches: (q) => q.typeId === 'MFA' && 'isPasskeyRegistered' in q,
+  owedName: 'a passkey',
+};
 
 /**
  * The one rule of binding: a login may bind `factor` only when it is all the login still owes.
  * The flow asks for an enrollment last and the routes show the enrollment page only then.
  */
 export function owesOnly(owed: Pick<OwedFactors, 'authQueries'>, factor: BindableFactor): boolean {
-  return owed.authQueries.length > 0 && owed.authQueries.every((q) => q.typeId === factor.typeId);
+  return owed.authQueries.length > 0 && owed.authQueries.every(factor.matches);
 }
 
 const describeQuery = (q: AuthQuery) =>
-  q.typeId === 'EXT-JWT' ? `EXT-JWT (signer ${String(q.id)})` : q.typeId;
+  q.typeId === 'EXT-JWT'
+    ? `EXT-JWT (signer ${String(q.id)})`
+    : PASSKEY_BINDING.matches(q)
+      ? 'MFA (a passkey)'
+      : q.typeId;
 
 /**
  * A login may bind a new factor (TOTP enrollment; any later kind of authenticator) only when that
@@ -32,11 +47,11 @@ const describeQuery = (q: AuthQuery) =>
  * is owed and carrying its challenges (also in WWW-Authenticate, as the 200 answer does).
  */
 export function assertReadyToBind(owed: OwedFactors, factor: BindableFactor): void {
-  if (!owed.authQueries.some((q) => q.typeId === factor.typeId)) {
+  if (!owed.authQueries.some(factor.matches)) {
     throw new AppError('INVALID_AUTH_REQUEST', { message: `this login does not owe ${factor.owedName}` });
   }
   if (owesOnly(owed, factor)) return;
-  const others = owed.authQueries.filter((q) => q.typeId !== factor.typeId);
+  const others = owed.authQueries.filter((q) => !factor.matches(q));
   const challenges = owed.challenges.map((c) => `WWW-Authenticate: ${formatChallenge(c)}`);
   throw new AppError('INVALID_AUTH_REQUEST', {
     message:

@@ -22,15 +22,17 @@ import type { CompletedLogin, CompletedLogins } from './completed-logins.js';
 import type { LoginFacts, OidcSessions } from './oidc-sessions.js';
 import type { SessionLimitService } from '../services/session-limit.js';
 import { resumeInProcess } from './resume-in-process.js';
-import { assertReadyToBind, TOTP_BINDING } from './factor-binding.js';
+import { assertReadyToBind, TOTP_BINDING, type BindableFactor } from './factor-binding.js';
 import { createLoginEnrollment, ownEnrollment } from './login-enrollment.js';
+import { createPasskeySteps, type PasskeyStepsDeps } from './passkey-steps.js';
 import { FACTORS, satisfy, type OwedFactors, type SecondFactors } from './second-factors.js';
 
 /*
  * The OIDC login as one small state machine (docs/architecture.md). Per request:
  *
  *   loadPendingLogin   the auth request; its identity and policy are read at most once
- *     → a step         password | cert | ext-jwt (primary) · totp · totp-enroll-verify
+ *     → a step         password | cert | ext-jwt | passkey (primary) · totp · totp-enroll-verify
+ *                      · passkey-assertion · passkey-register (passkey-steps.ts)
  *     → advance        the factors still owed, with the JWTs of this request:
  *         owes         kept on the auth request ("partially authenticated"), answered 200
  *         complete     facts for the tokens, in-process resume: the provider answers 303
@@ -85,7 +87,9 @@ export interface Progress extends IdentityWithPolicy {
 export type LoginStep =
   | { name: PrimaryMethod; configTypes?: string[]; check: () => Promise<PrimaryAuthResult> }
   | { name: 'totp'; code: string }
-  | { name: 'totp-enroll-verify'; code: string };
+  | { name: 'totp-enroll-verify'; code: string }
+  | { name: 'passkey-assertion'; response: unknown }
+  | { name: 'passkey-register'; passkeyName?: string; response: unknown };
 
 /** Where a step leaves the login: factors still owed (200), or complete (the provider sent 303). */
 export type LoginOutcome = ({ kind: 'owes' } & OwedFactors) | { kind: 'complete' };
@@ -110,6 +114,10 @@ export interface LoginFlowDeps {
   sessionLimit: Pick<SessionLimitService, 'admit'>;
   /** Writes the login's API session inside the session limit's transaction. */
   sessions: Pick<OidcSessions, 'open'>;
+  /** Passkey ceremonies (an extension beyond the specification), and the site of a request. */
+  passkeys: PasskeyStepsDeps['passkeys'];
+  passkeyFactor: PasskeyStepsDeps['factor'];
+  webauthnSiteOf: PasskeyStepsDeps['siteOf'];
   now?: () => Date;
 }
 
@@ -226,12 +234,16 @@ export function createLoginFlow(deps: LoginFlowDeps) {
    * read the secret of an enrollment its owner has in progress. A JWT that counts here stays
    * counted for the auth request, as at any step.
    */
-  async function readyToBind(ctx: Context, pending: PendingLogin): Promise<Progress & { owed: OwedFactors }> {
+  async function readyToBind(
+    ctx: Context,
+    pending: PendingLogin,
+    factor: BindableFactor = TOTP_BINDING,
+  ): Promise<Progress & { owed: OwedFactors }> {
     const progress = await established(pending);
     const satisfiedBefore = progress.state.satisfied.length;
     const owed = await countRequestFactors(ctx, progress);
     if (progress.state.satisfied.length > satisfiedBefore) await savePending(pending, progress.state);
-    assertReadyToBind(owed, TOTP_BINDING);
+    assertReadyToBind(owed, factor);
     return { ...progress, owed };
   }
 
@@ -259,6 +271,8 @@ export function createLoginFlow(deps: LoginFlowDeps) {
         ...new Set([credentialName(step.name, result.signerId), ...(previous?.credentials ?? [])]),
       ],
     };
+    // A passkey with user verification is two factors at once: it pays what a second factor pays.
+    if (step.name === 'passkey') satisfy(state, FACTORS.passkey);
     const found = { identity: result.identity, policy: result.policy };
     pending.identityWithPolicy = Promise.resolve(found);
     return { ...found, state };
@@ -283,12 +297,25 @@ export function createLoginFlow(deps: LoginFlowDeps) {
     return progress;
   }
 
+  const passkeySteps = createPasskeySteps({
+    passkeys: deps.passkeys,
+    factor: deps.passkeyFactor,
+    siteOf: deps.webauthnSiteOf,
+    established,
+    owedNow,
+    readyToBind,
+  });
+
   function runStep(ctx: Context, pending: PendingLogin, step: LoginStep): Promise<Progress> {
     switch (step.name) {
       case 'totp':
         return totpStep(pending, step.code);
       case 'totp-enroll-verify':
         return totpEnrollVerifyStep(ctx, pending, step.code);
+      case 'passkey-assertion':
+        return passkeySteps.assertionStep(ctx, pending, step.response);
+      case 'passkey-register':
+        return passkeySteps.registerStep(ctx, pending, { name: step.passkeyName, response: step.response });
       default:
         return primaryStep(pending, step);
     }
@@ -389,6 +416,9 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       return owedNow(await established(pending));
     },
     ...createLoginEnrollment({ totp: deps.totp, readyToBind, savePending }),
+    /** `GET passkey`, `GET passkey/register`: the options of the login's next passkey ceremony. */
+    passkeyRequestOptions: passkeySteps.requestOptions,
+    passkeyRegistrationOptions: passkeySteps.registrationOptions,
   };
 }
 

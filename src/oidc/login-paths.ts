@@ -21,16 +21,25 @@ export const LOGIN_PATHS = {
   totp: `${LOGIN_PREFIX}/totp`,
   totpEnroll: `${LOGIN_PREFIX}/totp/enroll`,
   totpEnrollVerify: `${LOGIN_PREFIX}/totp/enroll/verify`,
+  /**
+   * Passkeys (an extension beyond the specification): GET the request options, POST the assertion;
+   * the primary step before a primary login, else the second factor.
+   */
+  passkey: `${LOGIN_PREFIX}/passkey`,
+  /** A passkey registered mid-flow when the policy requires one and the identity has none. */
+  passkeyRegister: `${LOGIN_PREFIX}/passkey/register`,
+  /** The one script of the login pages, which runs the browser's passkey ceremony. */
+  passkeyScript: `${LOGIN_PREFIX}/passkey.js`,
 } as const;
 
 /** A primary login method's name (`LoginState.method`, the `method` hint). */
-export type PrimaryMethod = 'password' | 'cert' | 'ext-jwt';
+export type PrimaryMethod = 'password' | 'cert' | 'ext-jwt' | 'passkey';
 
 /** The primary login pages: the path, the page it shows and the method its POST runs. */
 export const PRIMARY_LOGIN_PATHS: {
   path: string;
   page: 'username' | 'cert' | 'ext-jwt';
-  method: PrimaryMethod;
+  method: Exclude<PrimaryMethod, 'passkey'>;
 }[] = [
   { path: LOGIN_PATHS.username, page: 'username', method: 'password' },
   { path: LOGIN_PATHS.password, page: 'username', method: 'password' },
@@ -44,6 +53,8 @@ export const LOGIN_PATH_BY_HINT: Record<string, string> = {
   username: LOGIN_PATHS.username,
   cert: LOGIN_PATHS.cert,
   'ext-jwt': LOGIN_PATHS.extJwt,
+  // A browser gets the sign-in page with the passkey offered; any other client the request options.
+  passkey: LOGIN_PATHS.passkey,
 };
 
 /** The login endpoints as absolute URLs of `issuer` (`https://<address>/oidc`), for discovery. */
@@ -57,5 +68,7 @@ export function loginEndpointsOf(issuer: string) {
     totp_enroll: at(LOGIN_PATHS.totpEnroll),
     totp_enroll_verify: at(LOGIN_PATHS.totpEnrollVerify),
     auth_queries: at(LOGIN_PATHS.authQueries),
+    passkey: at(LOGIN_PATHS.passkey),
+    passkey_register: at(LOGIN_PATHS.passkeyRegister),
   };
 }

@@ -13,6 +13,8 @@ import { credentialName, type AuthQuery, type LoginState } from './login-state.j
 export const FACTORS = {
   totp: { satisfied: 'totp', amr: 'otp' },
   extJwt: { satisfied: 'secondary-ext-jwt', amr: 'ext-jwt' },
+  // RFC 8176 `pop`: proof of possession of a key. A passkey pays what a TOTP code pays, and more.
+  passkey: { satisfied: 'passkey', amr: 'pop' },
 } as const;
 
 /** What a partially authenticated auth request still owes. */
@@ -24,6 +26,8 @@ export interface OwedFactors {
 
 export interface SecondFactorsDeps {
   totp: Pick<TotpService, 'requirement'>;
+  /** How many passkeys an identity has registered. */
+  passkeys: { count(identityId: string): Promise<number> };
   extJwt: Pick<ExtJwtMethod, 'checkSecondary'>;
   findSigner: (id: string) => Promise<ExternalJwtSigner | undefined>;
   audit?: AuditTrail;
@@ -40,6 +44,25 @@ export const totpQuery = (isTotpEnrolled: boolean): AuthQuery => ({
   provider: 'svc',
   isTotpEnrolled,
 });
+
+/** Where a passkey assertion goes (GET the same URL for its request options). */
+export const PASSKEY_MEMBER = { httpMethod: 'POST', httpUrl: LOGIN_PATHS.passkey } as const;
+
+/**
+ * The query of a policy that requires a passkey (`secondary.requirePasskey`), built like the TOTP
+ * query: `isPasskeyRegistered` false means the login registers one mid-flow, at `passkey.httpUrl`
+ * (GET the creation options, POST the new credential), once it is all that is owed.
+ */
+export const passkeyQuery = (isPasskeyRegistered: boolean): AuthQuery => {
+  const passkey = isPasskeyRegistered
+    ? PASSKEY_MEMBER
+    : { httpMethod: 'POST', httpUrl: LOGIN_PATHS.passkeyRegister };
+  return { typeId: 'MFA', provider: 'svc', ...passkey, passkey, isPasskeyRegistered };
+};
+
+/** A query that a passkey assertion of the identity pays. */
+export const payableByPasskey = (q: AuthQuery): boolean =>
+  q.typeId === 'MFA' && (q.passkey as { httpUrl?: unknown } | undefined)?.httpUrl === LOGIN_PATHS.passkey;
 
 /** The secondary external JWT query: where the client gets the JWT. */
 export function extJwtQuery(signerId: string, signer: ExternalJwtSigner | undefined): AuthQuery {
@@ -91,10 +114,36 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
   }
 
   /**
-   * Every factor still owed: a code of a verified TOTP first, a TOTP still to be enrolled last,
-   * since binding a new factor waits until it is all that is owed (`owesOnly`, factor-binding.ts).
-   * A secondary JWT that verifies is recorded in `state` at once, so it stays satisfied for this
-   * auth request (the caller persists `state`).
+   * The MFA query, if one is owed: a passkey when the policy requires one (a TOTP code does not
+   * pay it), else TOTP, which a passkey of the identity pays as well (the `passkey` member; absent
+   * when the identity has none, so the query is exactly the specification's). The second member
+   * says whether it is a factor still to be bound (enrolled or registered).
+   */
+  async function mfaQuery(
+    identity: Identity,
+    policy: AuthPolicy,
+    state: LoginState,
+  ): Promise<[AuthQuery, boolean] | undefined> {
+    if (state.satisfied.includes(FACTORS.passkey.satisfied)) return undefined;
+    const hasPasskey = async () => (await deps.passkeys.count(identity.id)) > 0;
+    if (policy.secondary.requirePasskey) {
+      const registered = await hasPasskey();
+      return [passkeyQuery(registered), !registered];
+    }
+    if (state.satisfied.includes(FACTORS.totp.satisfied)) return undefined;
+    const totp = await deps.totp.requirement(identity.id, policy);
+    if (!totp.required) return undefined;
+    const query = (await hasPasskey())
+      ? { ...totpQuery(totp.verified), passkey: PASSKEY_MEMBER }
+      : totpQuery(totp.verified);
+    return [query, !totp.verified];
+  }
+
+  /**
+   * Every factor still owed: a code of a verified TOTP first, a TOTP still to be enrolled (or a
+   * passkey to be registered) last, since binding a new factor waits until it is all that is owed
+   * (`owesOnly`, factor-binding.ts). A secondary JWT that verifies is recorded in `state` at once,
+   * so it stays satisfied for this auth request (the caller persists `state`).
    */
   async function evaluate(
     identity: Identity,
@@ -104,11 +153,9 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
   ): Promise<OwedFactors> {
     const owed: OwedFactors = { authQueries: [], challenges: [] };
     let enrollment: AuthQuery | undefined;
-    if (!state.satisfied.includes(FACTORS.totp.satisfied)) {
-      const totp = await deps.totp.requirement(identity.id, policy);
-      if (totp.required && totp.verified) owed.authQueries.push(totpQuery(true));
-      else if (totp.required) enrollment = totpQuery(false);
-    }
+    const mfa = await mfaQuery(identity, policy, state);
+    if (mfa?.[1]) enrollment = mfa[0];
+    else if (mfa) owed.authQueries.push(mfa[0]);
     const signerId = policy.secondary.requireExtJwt;
     if (signerId && !state.satisfied.includes(FACTORS.extJwt.satisfied)) {
       const failure = await extJwtFailure(tokens, signerId, identity);

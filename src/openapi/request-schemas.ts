@@ -21,6 +21,7 @@ import {
   identityReplaceSchema,
 } from '../schemas/identity-schemas.js';
 import { mfaCodeSchema, optionalMfaCodeSchema } from '../schemas/mfa-schemas.js';
+import { passkeyAssertionSchema, passkeyLoginSchema } from '../schemas/passkey-login-schemas.js';
 import { POLICY_IGNORED_MEMBERS, policyCreateSchema, policyPatchSchema } from '../schemas/policy-schemas.js';
 import { SIGNER_IGNORED_MEMBERS, signerCreateSchema, signerPatchSchema } from '../schemas/signer-schemas.js';
 import { fromZod, type JsonSchema } from './json-schema.js';
@@ -56,12 +57,29 @@ const USERNAME =
 
 export const requestSchemas: Record<string, JsonSchema> = {
   // The route parses the credential (method=password only) and the extras separately.
-  LoginBody: fromZod(passwordLoginSchema.partial().extend(loginExtrasSchema.shape), {
-    username: 'Required for method=password.',
-    password: 'Required for method=password.',
-    configTypes: 'Configuration type ids for the session (`z_ct`).',
-  }),
+  LoginBody: fromZod(
+    passwordLoginSchema
+      .partial()
+      .extend(loginExtrasSchema.shape)
+      .extend(passkeyLoginSchema.pick({ ceremonyId: true, passkey: true }).partial().shape),
+    {
+      username: 'Required for method=password.',
+      password: 'Required for method=password.',
+      configTypes: 'Configuration type ids for the session (`z_ct`).',
+      ceremonyId:
+        'Required for method=passkey (an extension beyond the specification): as `POST /authenticate/passkey/options` returned it.',
+      passkey:
+        'Required for method=passkey: the AuthenticationResponseJSON of `navigator.credentials.get` with those options.',
+    },
+  ),
   MfaCode: fromZod(mfaCodeSchema, { code: 'A TOTP code or a recovery code.' }),
+  MfaStep: fromZod(mfaCodeSchema.partial().extend(passkeyAssertionSchema.partial().shape), {
+    code: 'A TOTP code or a recovery code.',
+    passkey:
+      'Instead of `code` (an extension beyond the specification): the AuthenticationResponseJSON of one of ' +
+      "the identity's passkeys, with the options of `POST /authenticate/mfa/passkey/options`. Required, " +
+      "and `code` refused, when the identity's policy requires a passkey.",
+  }),
   OptionalMfaCode: fromZod(optionalMfaCodeSchema, {
     code: 'Required to remove a verified configuration (or the `mfa-validation-code` header).',
   }),

@@ -20,6 +20,11 @@ import {
   totpDetailSchema,
   totpEnrollmentSchema,
 } from '../schemas/mfa-views.js';
+import {
+  passkeyAssertionOptionsSchema,
+  passkeyCeremonySchema,
+  passkeyRequestOptionsSchema,
+} from '../schemas/passkey-login-views.js';
 import { authPolicyViewSchema } from '../schemas/policy-views.js';
 import {
   apiSessionDetailSchema,
@@ -57,6 +62,9 @@ const views: Record<string, z.ZodType> = {
   RecoveryCodesRemaining: recoveryCodesRemainingSchema,
   RecoveryCodes: recoveryCodesSchema,
   EnrolledCertificate: enrolledCertificateSchema,
+  PasskeyRequestOptions: passkeyRequestOptionsSchema,
+  PasskeyCeremony: passkeyCeremonySchema,
+  PasskeyAssertionOptions: passkeyAssertionOptionsSchema,
 };
 
 /**

@@ -9,8 +9,11 @@ import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
 import { mfaCodeSchema } from '../schemas/mfa-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import type { ApiSessionView, AuthQueryView, CurrentApiSessionView } from '../schemas/session-views.js';
+import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
+import type { PrimaryAuthResult } from '../services/auth/primary-result.js';
 import type { RouteDeps } from './route-deps.js';
 import { completeSessionMfa } from './mfa-routes.js';
+import { legacyPasskeyRoutes, passkeyPaidMfa } from './legacy-passkey-routes.js';
 import { primaryLoginsFor } from './primary-logins.js';
 
 /**
@@ -27,9 +30,41 @@ export const LEGACY_MFA_QUERY = {
   provider: 'svc',
 } as const satisfies AuthQueryView;
 
+/** Where a legacy session pays its MFA step with a passkey (an extension beyond the specification). */
+export const LEGACY_PASSKEY_MEMBER = {
+  httpMethod: 'POST',
+  httpUrl: './authenticate/mfa',
+  optionsHttpMethod: 'POST',
+  optionsHttpUrl: './authenticate/mfa/passkey/options',
+} as const;
+
 /**
- * Legacy session login: `POST /authenticate?method=password|cert|ext-jwt`, and
- * `POST /authenticate/mfa` for the TOTP step it may leave owed.
+ * The MFA query of a new legacy session, if it owes one: a passkey when the policy requires one,
+ * else TOTP, with the `passkey` member when the identity has a passkey (without one the query is
+ * exactly the specification's).
+ */
+async function legacyMfaQuery(
+  deps: RouteDeps,
+  identityId: string,
+  policy: AuthPolicy,
+): Promise<AuthQueryView | undefined> {
+  if (policy.secondary.requirePasskey) {
+    const isPasskeyRegistered = (await deps.passkeys.count(identityId)) > 0;
+    const { httpMethod, httpUrl } = LEGACY_PASSKEY_MEMBER;
+    return { typeId: 'MFA', provider: 'svc', httpMethod, httpUrl, passkey: LEGACY_PASSKEY_MEMBER, isPasskeyRegistered };
+  }
+  if (!(await deps.totp.isRequired(identityId, policy))) return undefined;
+  return (await deps.passkeys.count(identityId)) > 0
+    ? { ...LEGACY_MFA_QUERY, passkey: LEGACY_PASSKEY_MEMBER }
+    : LEGACY_MFA_QUERY;
+}
+
+/** A passwordless passkey with user verification is two factors: such a session owes no MFA step. */
+const isTwoFactor = (result: PrimaryAuthResult) => result.amr.includes('mfa');
+
+/**
+ * Legacy session login: `POST /authenticate?method=password|cert|ext-jwt|passkey`, and
+ * `POST /authenticate/mfa` for the TOTP (or passkey) step it may leave owed.
  */
 export function authenticateRoutes(router: Router, deps: RouteDeps): void {
   const primaryLogins = primaryLoginsFor(deps);
@@ -43,7 +78,10 @@ export function authenticateRoutes(router: Router, deps: RouteDeps): void {
     }
     const input = parseInput(loginExtrasSchema, bodyOf(ctx));
     const result = await primary(ctx);
-    const mfaRequired = await deps.totp.isRequired(result.identity.id, result.policy);
+    const mfaQuery = isTwoFactor(result)
+      ? undefined
+      : await legacyMfaQuery(deps, result.identity.id, result.policy);
+    const mfaRequired = mfaQuery !== undefined;
     const { session, token } = await deps.sessions.open(
       {
         identityId: result.identity.id,
@@ -65,17 +103,26 @@ export function authenticateRoutes(router: Router, deps: RouteDeps): void {
       expirationSeconds: Math.floor((session.expiresAt.getTime() - Date.now()) / 1000),
       isMfaRequired: mfaRequired,
       isMfaComplete: false,
-      authQueries: mfaRequired ? [LEGACY_MFA_QUERY] : [],
+      authQueries: mfaQuery ? [mfaQuery] : [],
     } satisfies ApiSessionView);
   });
+
+  legacyPasskeyRoutes(router, deps);
 
   router.post(
     '/authenticate/mfa',
     authenticate(deps.principals, { allowMfaPending: true }),
     parseBody(),
     async (ctx: Context) => {
-      const { code } = parseInput(mfaCodeSchema, bodyOf(ctx));
       const principal = principalOf(ctx);
+      // `{passkey}` beside the specification's `{code}`: an assertion of one of the identity's passkeys.
+      if (await passkeyPaidMfa(ctx, deps, principal)) return sendEmpty(ctx);
+      const { code } = parseInput(mfaCodeSchema, bodyOf(ctx));
+      if (await deps.passkeyFactor.requiredFor(principal.identityId)) {
+        throw new AppError('MFA_INVALID_TOKEN', {
+          message: "this identity's policy requires a passkey; a TOTP code does not satisfy it",
+        });
+      }
       await deps.totp.verifyLoginCode(principal.identityId, code, { invalidCode: 'MFA_INVALID_TOKEN' });
       await completeSessionMfa(deps, principal);
       sendEmpty(ctx);

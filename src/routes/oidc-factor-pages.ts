@@ -6,13 +6,30 @@ import {
   escapeHtml,
   field,
   formHtml as form,
+  passkeyForm,
   sendPage,
   type SendPageOptions,
 } from './oidc-login-pages.js';
 
 type PageOptions = SendPageOptions;
 
-/** TOTP entry: a code of the app or a recovery code. */
+const optionsUrl = (path: string, authRequestId: string) =>
+  `${path}?authRequestID=${encodeURIComponent(authRequestId)}`;
+
+/** The second factor paid with one of the identity's passkeys instead of a code. */
+const passkeyInstead = (authRequestId: string) =>
+  passkeyForm({
+    kind: 'get',
+    authRequestId,
+    action: LOGIN_PATHS.passkey,
+    optionsUrl: optionsUrl(LOGIN_PATHS.passkey, authRequestId),
+    button: 'Use a passkey instead',
+  });
+
+/**
+ * TOTP entry: a code of the app or a recovery code; with `options.passkey`, a passkey of the
+ * identity instead (the TOTP query's `passkey` member).
+ */
 export function renderTotpPage(ctx: Context, authRequestId: string, options: PageOptions = {}): void {
   const code = field({
     id: 'code',
@@ -23,8 +40,39 @@ export function renderTotpPage(ctx: Context, authRequestId: string, options: Pag
     autofocus: true,
     attributes: 'maxlength="64" autocapitalize="none" spellcheck="false"',
   });
-  const body = errorLine(options.error) + form(LOGIN_PATHS.totp, authRequestId, code, 'Verify');
+  const body =
+    errorLine(options.error) +
+    form(LOGIN_PATHS.totp, authRequestId, code, 'Verify') +
+    (options.passkey ? passkeyInstead(authRequestId) : '');
   sendPage(ctx, 'Two-step verification', body, options);
+}
+
+/**
+ * A passkey the policy requires: an assertion of one of the identity's passkeys, or (`register`)
+ * the registration of its first one, once that is all the login owes. Both need the browser's
+ * passkey support and the script; without them the page says so.
+ */
+export function renderPasskeyPage(
+  ctx: Context,
+  authRequestId: string,
+  register: boolean,
+  options: PageOptions = {},
+): void {
+  const path = register ? LOGIN_PATHS.passkeyRegister : LOGIN_PATHS.passkey;
+  const body =
+    errorLine(options.error) +
+    passkeyForm({
+      kind: register ? 'create' : 'get',
+      authRequestId,
+      action: path,
+      optionsUrl: optionsUrl(path, authRequestId),
+      intro: register
+        ? 'Your sign-in requires a passkey. Create one now on this device or a security key.'
+        : 'Your sign-in requires one of your passkeys.',
+      button: register ? 'Create a passkey' : 'Use my passkey',
+    }) +
+    `<noscript><p>Passkeys need JavaScript in this browser.</p></noscript>`;
+  sendPage(ctx, register ? 'Set up a passkey' : 'Verify with a passkey', body, { ...options, passkey: true });
 }
 
 export interface EnrollmentView {
@@ -91,6 +139,10 @@ function owedItem(q: AuthQuery): string {
   if (q.typeId === 'MFA' && q.isTotpEnrolled === false) {
     return '<li>Then an authenticator app, set up during this sign-in.</li>';
   }
+  if (q.typeId === 'MFA' && q.isPasskeyRegistered === false) {
+    return '<li>Then a passkey, set up during this sign-in.</li>';
+  }
+  if (q.typeId === 'MFA' && q.isPasskeyRegistered === true) return '<li>One of your passkeys.</li>';
   return `<li>${escapeHtml(q.typeId)}</li>`;
 }
 

@@ -1,6 +1,9 @@
 import type { Context } from 'koa';
 import { formatChallenge, type Challenge } from '../errors/www-authenticate.js';
+import { TOTP_BINDING } from '../oidc/factor-binding.js';
 import type { AuthQuery } from '../oidc/login-state.js';
+import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
+import { parseInput } from '../schemas/parse-input.js';
 
 /** Request and response conventions shared by every `/oidc/login/*` route */
 
@@ -22,13 +25,19 @@ export function authRequestIdOf(ctx: Context, body: Record<string, unknown> = {}
 
 const AUTH_REQUEST_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
+/** `configTypes` as a JSON array or a repeated form field (one value arrives as a string). */
+export function configTypesOf(body: Record<string, unknown>): string[] | undefined {
+  const raw = typeof body.configTypes === 'string' ? [body.configTypes] : body.configTypes;
+  return parseInput(loginExtrasSchema, { configTypes: raw }).configTypes;
+}
+
 /**
  * The factors still owed: 200 `{authQueries}`, header `totp-required: true`
- * when TOTP is one of them, and the `svc-secondary-ext-jwt` challenge when that JWT was missing,
+ * when TOTP is one of them (not for a passkey the policy requires, which no code pays), and the `svc-secondary-ext-jwt` challenge when that JWT was missing,
  * expired or invalid.
  */
 export function setOwedHeaders(ctx: Context, authQueries: AuthQuery[], challenges: Challenge[] = []): void {
-  if (authQueries.some((q) => q.typeId === 'MFA')) ctx.set('totp-required', 'true');
+  if (authQueries.some(TOTP_BINDING.matches)) ctx.set('totp-required', 'true');
   if (challenges.length > 0) ctx.set('WWW-Authenticate', challenges.map(formatChallenge));
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
+import { LOGIN_PATHS } from '../oidc/login-paths.js';
 
 /**
  * The look of every login page: one column that fits a phone (inputs at 1rem so that mobile
@@ -28,10 +29,12 @@ ul.codes{columns:2;padding-left:1.25rem}
 `;
 
 /**
- * Login pages run no script and are never framed (clickjacking, RFC 6819 §4.4.1.9): the one
- * inline stylesheet is allowed by its hash, images only as inline `data:` (the QR code and the
- * empty favicon, which spares the browser a request that would end in 404). No `form-action`:
- * browsers apply it to the redirects that follow a post, and the last one goes to the client.
+ * Login pages are never framed (clickjacking, RFC 6819 §4.4.1.9): the one inline stylesheet is
+ * allowed by its hash, images only as inline `data:` (the QR code and the empty favicon, which
+ * spares the browser a request that would end in 404). No `form-action`: browsers apply it to the
+ * redirects that follow a post, and the last one goes to the client. They run no script, except
+ * a page that offers a passkey: it may run exactly the controller's passkey script (by its URL)
+ * and fetch the ceremony's options from its own origin.
  */
 const CSP = [
   "default-src 'none'",
@@ -39,7 +42,30 @@ const CSP = [
   'img-src data:',
   "frame-ancestors 'none'",
   "base-uri 'none'",
-].join('; ');
+];
+
+function cspOf(ctx: Context, withPasskey: boolean): string {
+  if (!withPasskey) return CSP.join('; ');
+  return [...CSP, `script-src ${ctx.origin}${LOGIN_PATHS.passkeyScript}`, "connect-src 'self'"].join('; ');
+}
+
+/**
+ * A form for the passkey script (routes/passkey-script.ts): hidden until the script shows it, so
+ * a browser without script (or without passkeys) sees only what works without them.
+ */
+export function passkeyForm(p: {
+  kind: 'get' | 'create';
+  authRequestId: string;
+  action: string;
+  optionsUrl: string;
+  button: string;
+  intro?: string;
+}): string {
+  return `<form method="post" action="${escapeHtml(p.action)}" data-passkey="${p.kind}" data-options="${escapeHtml(p.optionsUrl)}" hidden>
+${hiddenId(p.authRequestId)}<input type="hidden" name="passkey" value="">
+${p.intro ? `<p>${escapeHtml(p.intro)}</p>` : ''}<p class="error" role="alert" data-passkey-status hidden></p>
+<button type="submit"${p.kind === 'get' && !p.intro ? ' class="secondary"' : ''}>${escapeHtml(p.button)}</button></form>`;
+}
 
 export const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -47,7 +73,7 @@ export const escapeHtml = (s: string) =>
 /** The id of the error message that the fields it concerns point to with `aria-describedby`. */
 export const ERROR_ID = 'form-error';
 
-function page(title: string, body: string, error?: string): string {
+function page(title: string, body: string, error?: string, withPasskey = false): string {
   // A screen reader announces the title first: with an error, the title says so (WCAG G199-style).
   const fullTitle = error ? `Error: ${title}` : title;
   return `<!DOCTYPE html>
@@ -58,7 +84,7 @@ function page(title: string, body: string, error?: string): string {
 <title>${escapeHtml(fullTitle)}</title>
 <link rel="icon" href="data:,">
 <style>${STYLE}</style>
-</head>
+${withPasskey ? `<script src="${LOGIN_PATHS.passkeyScript}" defer></script>\n` : ''}</head>
 <body>
 <main>
 <h1>${escapeHtml(title)}</h1>
@@ -120,6 +146,16 @@ export interface LoginPageOptions extends SendPageOptions {
   username?: string;
 }
 
+/** The password page's offer of a passwordless sign-in (an extension beyond the specification). */
+const passwordlessOffer = (authRequestId: string) =>
+  passkeyForm({
+    kind: 'get',
+    authRequestId,
+    action: LOGIN_PATHS.passkey,
+    optionsUrl: `${LOGIN_PATHS.passkey}?authRequestID=${encodeURIComponent(authRequestId)}`,
+    button: 'Sign in with a passkey',
+  });
+
 function pageBody(
   kind: LoginPage,
   authRequestId: string,
@@ -151,7 +187,8 @@ function pageBody(
               autofocus: invalid && !!o.username,
             }),
           'Sign in',
-        ),
+        ) +
+        (o.passkey ? passwordlessOffer(authRequestId) : ''),
     ];
   }
   if (kind === 'cert') {
@@ -176,6 +213,8 @@ use the application that started this sign-in.</p>`,
 export interface SendPageOptions {
   status?: number;
   error?: string;
+  /** The page holds a passkey form (`passkeyForm`): it loads the passkey script. */
+  passkey?: boolean;
   /**
    * The code of the device a device authorization's login signs in (`XXXX-XXXX`): every page of
    * that login names it, so that nobody signs in a device without its code in front of them.
@@ -191,9 +230,10 @@ Continue only if you entered this code yourself and your device shows it.</p>\n`
 /** Sends a complete page with the login pages' CSP; `error` also goes into the title. */
 export function sendPage(ctx: Context, title: string, body: string, options: SendPageOptions = {}): void {
   ctx.status = options.status ?? 200;
-  ctx.set('content-security-policy', CSP);
+  const withPasskey = options.passkey === true;
+  ctx.set('content-security-policy', cspOf(ctx, withPasskey));
   ctx.type = 'html';
-  ctx.body = page(title, (options.device ? deviceLine(options.device) : '') + body, options.error);
+  ctx.body = page(title, (options.device ? deviceLine(options.device) : '') + body, options.error, withPasskey);
 }
 
 /** A usable HTML login page that posts back to the same URL as a form. */

@@ -10,30 +10,38 @@ import {
   type PendingLogin,
 } from '../oidc/login-flow.js';
 import { LOGIN_PATHS, PRIMARY_LOGIN_PATHS } from '../oidc/login-paths.js';
-import { owesOnly, TOTP_BINDING } from '../oidc/factor-binding.js';
-import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
+import { owesOnly, PASSKEY_BINDING, TOTP_BINDING } from '../oidc/factor-binding.js';
+import type { OwedFactors } from '../oidc/second-factors.js';
 import { mfaCodeSchema } from '../schemas/mfa-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import type { EnrollmentStart } from '../services/mfa/totp-service.js';
 import { qrDataUrl } from '../services/mfa/qr-code.js';
-import { renderEnrollmentPage, renderOwedPage, renderTotpPage } from './oidc-factor-pages.js';
-import { authRequestIdOf, isHtmlForm, sendOwed, setOwedHeaders, wantsHtml } from './oidc-login-http.js';
+import {
+  renderEnrollmentPage,
+  renderOwedPage,
+  renderPasskeyPage,
+  renderTotpPage,
+} from './oidc-factor-pages.js';
+import {
+  authRequestIdOf,
+  configTypesOf,
+  isHtmlForm,
+  sendOwed,
+  setOwedHeaders,
+  wantsHtml,
+} from './oidc-login-http.js';
 import {
   renderDeviceLoginElsewherePage,
   renderLoginPage,
   renderSessionLimitPage,
 } from './oidc-login-pages.js';
-import { primaryLoginsFor } from './primary-logins.js';
+import { passkeyLoginRoutes } from './passkey-login-routes.js';
+import { passkeysAvailableAt, primaryLoginsFor } from './primary-logins.js';
 import type { RouteDeps } from './route-deps.js';
 
 /** Refusals a browser form gets as the same page again, with the message (and Retry-After). */
 const PAGE_ERRORS = new Set(['INVALID_TOTP_CODE', 'MFA_INVALID_TOKEN', 'RATE_LIMITED', 'MFA_EXISTS']);
 
-/** `configTypes` as a JSON array or a repeated form field (one value arrives as a string). */
-function configTypesOf(body: Record<string, unknown>): string[] | undefined {
-  const raw = typeof body.configTypes === 'string' ? [body.configTypes] : body.configTypes;
-  return parseInput(loginExtrasSchema, { configTypes: raw }).configTypes;
-}
 
 const codeOf = (body: Record<string, unknown>) => parseInput(mfaCodeSchema, body).code;
 
@@ -52,19 +60,36 @@ async function showEnrollment(
 }
 
 /**
+ * The page of what a login owes: TOTP entry (with a passkey instead, when the identity has one),
+ * a passkey the policy requires or its registration, TOTP enrollment, or what only the app can send.
+ */
+async function showOwed(
+  ctx: Context,
+  flow: LoginFlow,
+  pending: PendingLogin,
+  owed: OwedFactors,
+  options: { status?: number; error?: string } = {},
+): Promise<void> {
+  const mfa = owed.authQueries.find((q) => q.typeId === 'MFA');
+  const page = { ...options, device: pending.deviceUserCode };
+  if (mfa && PASSKEY_BINDING.matches(mfa) && mfa.isPasskeyRegistered) {
+    renderPasskeyPage(ctx, pending.uid, false, page);
+  } else if (owesOnly(owed, PASSKEY_BINDING)) renderPasskeyPage(ctx, pending.uid, true, page);
+  else if (mfa?.isTotpEnrolled) renderTotpPage(ctx, pending.uid, { ...page, passkey: 'passkey' in mfa });
+  else if (owesOnly(owed, TOTP_BINDING)) await showEnrollment(ctx, flow, pending, options);
+  else renderOwedPage(ctx, owed.authQueries, page);
+  setOwedHeaders(ctx, owed.authQueries, owed.challenges);
+}
+
+/**
  * The one answer of a login step: `complete` — the provider has already sent its 303
  * to `redirect_uri?code&state&iss`; `owes` — 200 `{authQueries}`, or for a browser form the page
- * of what is owed: TOTP entry, TOTP enrollment, or what only the app can send.
+ * of what is owed (`showOwed`).
  */
 async function respond(ctx: Context, flow: LoginFlow, pending: PendingLogin, outcome: LoginOutcome) {
   if (outcome.kind === 'complete') return;
   if (!isHtmlForm(ctx)) return sendOwed(ctx, outcome.authQueries, outcome.challenges);
-  const mfa = outcome.authQueries.find((q) => q.typeId === 'MFA');
-  const device = pending.deviceUserCode;
-  if (mfa?.isTotpEnrolled) renderTotpPage(ctx, pending.uid, { device });
-  else if (owesOnly(outcome, TOTP_BINDING)) await showEnrollment(ctx, flow, pending);
-  else renderOwedPage(ctx, outcome.authQueries, { device });
-  setOwedHeaders(ctx, outcome.authQueries, outcome.challenges);
+  await showOwed(ctx, flow, pending, outcome);
 }
 
 /** A browser form refused by the session limit: answered with a page that says so (not the envelope). */
@@ -120,10 +145,18 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
   // Primary steps: GET shows the page (HTML for browsers, else `{authRequestId, method}`). Wrong
   // credentials: 401 INVALID_AUTH and the auth request stays usable; a browser form gets the page
   // again with the message.
+  // The password page offers a passkey where a browser can use one (passkey-login-routes.ts).
+  const offersPasskey = (ctx: Context, page: string) =>
+    page === 'username' && passkeysAvailableAt(deps, ctx);
   for (const { path, page, method } of PRIMARY_LOGIN_PATHS) {
     router.get(path, deviceLoginElsewherePage, async (ctx: Context) => {
       const pending = await load(ctx);
-      if (wantsHtml(ctx)) return renderLoginPage(ctx, page, pending.uid, { device: pending.deviceUserCode });
+      if (wantsHtml(ctx)) {
+        return renderLoginPage(ctx, page, pending.uid, {
+          device: pending.deviceUserCode,
+          passkey: offersPasskey(ctx, page),
+        });
+      }
       ctx.body = { authRequestId: pending.uid, method };
     });
 
@@ -144,6 +177,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
           status: 401,
           error: 'The credentials were not accepted.',
           device: pending.deviceUserCode,
+          passkey: offersPasskey(ctx, page),
           username:
             typeof body.username === 'string' && body.username.length <= 256 ? body.username : undefined,
         });
@@ -215,4 +249,6 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
       (status, error) => showEnrollment(ctx, flow, pending, { status, error }),
     );
   });
+
+  passkeyLoginRoutes(router, deps, { flow, load, respond, showOwed, deviceGuard: deviceLoginElsewherePage });
 }

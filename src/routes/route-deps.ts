@@ -2,6 +2,10 @@ import type { RateLimiter } from '../middleware/rate-limit.js';
 import type { PrincipalResolver } from '../middleware/authenticate.js';
 import type { SessionService } from '../services/session-service.js';
 import type { PasswordMethod } from '../services/auth/password-method.js';
+import type { PasskeyMethod } from '../services/auth/passkey-method.js';
+import type { PasskeyFactor } from '../services/mfa/passkey-factor.js';
+import type { PasskeyService } from '../services/passkeys/passkey-service.js';
+import type { WebauthnSettings } from '../services/passkeys/webauthn-settings.js';
 import type { TotpService } from '../services/mfa/totp-service.js';
 import type { IdentityService } from '../services/identity-service.js';
 import type { EnrollmentService } from '../services/enrollment-service.js';
@@ -30,6 +34,12 @@ export interface RouteDeps {
   /** Who is signed in: the live API sessions, legacy and OIDC, as admins and identities see them. */
   apiSessionView: ApiSessionView;
   passwordMethod: PasswordMethod;
+  /** Passkeys (an extension beyond the specification): passwordless login, second factor, ceremonies. */
+  passkeyMethod: PasskeyMethod;
+  passkeyFactor: PasskeyFactor;
+  passkeys: PasskeyService;
+  /** The WebAuthn relying party, and where passkeys cannot work. */
+  webauthn: WebauthnSettings;
   /** Resolves the caller of an authenticated endpoint from a session or bearer token. */
   principals: PrincipalResolver;
   /** TOTP enrollment and verification, for the self-service MFA endpoints. */

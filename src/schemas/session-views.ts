@@ -11,6 +11,24 @@ export const authQuerySchema = z
     minLength: count.optional(),
     maxLength: count.optional(),
     provider: z.string().optional(),
+    passkey: z
+      .object({
+        httpMethod: z.string(),
+        httpUrl: z.string(),
+        optionsHttpMethod: z.string(),
+        optionsHttpUrl: z.string(),
+      })
+      .optional()
+      .describe(
+        'Passkeys (an extension beyond the specification): the MFA step also takes `{"passkey": <assertion>}` ' +
+          'at `httpUrl`, its options from `optionsHttpUrl`. Present when the identity has a passkey.',
+      ),
+    isPasskeyRegistered: z
+      .boolean()
+      .optional()
+      .describe(
+        "Present when the identity's policy requires a passkey (`secondary.requirePasskey`): only a passkey pays this step.",
+      ),
   })
   .meta({
     examples: [{ typeId: 'MFA', format: 'numeric', httpMethod: 'POST', httpUrl: './authenticate/mfa' }],
