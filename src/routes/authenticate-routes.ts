@@ -51,7 +51,14 @@ async function legacyMfaQuery(
   if (policy.secondary.requirePasskey) {
     const isPasskeyRegistered = (await deps.passkeys.count(identityId)) > 0;
     const { httpMethod, httpUrl } = LEGACY_PASSKEY_MEMBER;
-    return { typeId: 'MFA', provider: 'svc', httpMethod, httpUrl, passkey: LEGACY_PASSKEY_MEMBER, isPasskeyRegistered };
+    return {
+      typeId: 'MFA',
+      provider: 'svc',
+      httpMethod,
+      httpUrl,
+      passkey: LEGACY_PASSKEY_MEMBER,
+      isPasskeyRegistered,
+    };
   }
   if (!(await deps.totp.isRequired(identityId, policy))) return undefined;
   return (await deps.passkeys.count(identityId)) > 0

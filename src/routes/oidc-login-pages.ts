@@ -233,7 +233,12 @@ export function sendPage(ctx: Context, title: string, body: string, options: Sen
   const withPasskey = options.passkey === true;
   ctx.set('content-security-policy', cspOf(ctx, withPasskey));
   ctx.type = 'html';
-  ctx.body = page(title, (options.device ? deviceLine(options.device) : '') + body, options.error, withPasskey);
+  ctx.body = page(
+    title,
+    (options.device ? deviceLine(options.device) : '') + body,
+    options.error,
+    withPasskey,
+  );
 }
 
 /** A usable HTML login page that posts back to the same URL as a form. */

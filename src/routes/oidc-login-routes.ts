@@ -42,7 +42,6 @@ import type { RouteDeps } from './route-deps.js';
 /** Refusals a browser form gets as the same page again, with the message (and Retry-After). */
 const PAGE_ERRORS = new Set(['INVALID_TOTP_CODE', 'MFA_INVALID_TOKEN', 'RATE_LIMITED', 'MFA_EXISTS']);
 
-
 const codeOf = (body: Record<string, unknown>) => parseInput(mfaCodeSchema, body).code;
 
 /** The enrollment page: the QR code of the enrollment in progress, or the start button. */
@@ -146,8 +145,7 @@ export function oidcLoginRoutes(router: Router, deps: RouteDeps, oidc: Oidc): vo
   // credentials: 401 INVALID_AUTH and the auth request stays usable; a browser form gets the page
   // again with the message.
   // The password page offers a passkey where a browser can use one (passkey-login-routes.ts).
-  const offersPasskey = (ctx: Context, page: string) =>
-    page === 'username' && passkeysAvailableAt(deps, ctx);
+  const offersPasskey = (ctx: Context, page: string) => page === 'username' && passkeysAvailableAt(deps, ctx);
   for (const { path, page, method } of PRIMARY_LOGIN_PATHS) {
     router.get(path, deviceLoginElsewherePage, async (ctx: Context) => {
       const pending = await load(ctx);

@@ -66,7 +66,12 @@ export type PasskeyLogin = (ctx: Context, boundTo: string, response: unknown) =>
 export function passkeyLoginFor(deps: RouteDeps): PasskeyLogin {
   const siteOf = webauthnSiteOf(deps);
   return audited(deps.audit, 'passkey', (ctx, boundTo: string, response: unknown) =>
-    deps.passkeyMethod.authenticate({ response, ceremony: { boundTo }, site: siteOf(ctx), clientAddress: clientAddress(ctx) }),
+    deps.passkeyMethod.authenticate({
+      response,
+      ceremony: { boundTo },
+      site: siteOf(ctx),
+      clientAddress: clientAddress(ctx),
+    }),
   );
 }
 

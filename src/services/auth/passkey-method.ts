@@ -97,7 +97,11 @@ export function createPasskeyMethod({ knex, passkeys, failures, now = () => new 
      */
     async legacyCeremony(site: WebauthnSite) {
       const ceremonyId = newToken(24);
-      const options = await passkeys.assertionOptions({ purpose: 'passwordless' }, { boundTo: ceremonyId }, site);
+      const options = await passkeys.assertionOptions(
+        { purpose: 'passwordless' },
+        { boundTo: ceremonyId },
+        site,
+      );
       return { ceremonyId, options };
     },
   };

@@ -22,7 +22,12 @@ export type InvalidAssertionError = 'INVALID_AUTH' | 'MFA_INVALID_TOKEN';
  * has one failure budget whatever form its guesses take, and over it the answer is 429 without
  * looking at the assertion.
  */
-export function createPasskeyFactor({ knex, passkeys, audit = NO_AUDIT, now = () => new Date() }: PasskeyFactorDeps) {
+export function createPasskeyFactor({
+  knex,
+  passkeys,
+  audit = NO_AUDIT,
+  now = () => new Date(),
+}: PasskeyFactorDeps) {
   const limited = createTotpAttempts({ knex, now });
 
   return {
@@ -60,7 +65,8 @@ export function createPasskeyFactor({ knex, passkeys, audit = NO_AUDIT, now = ()
             return undefined;
           }
         });
-        if (!verified) throw new AppError(invalid, { message: 'the passkey was not accepted', detail: refusal });
+        if (!verified)
+          throw new AppError(invalid, { message: 'the passkey was not accepted', detail: refusal });
         audit.record({ event: 'auth.second-factor', method: 'passkey', outcome: 'success', identityId });
       } catch (err) {
         if (isAppError(err)) {
