@@ -44,9 +44,14 @@ const CSP = [
   "base-uri 'none'",
 ];
 
+/** A Host that can stand in a source expression as it is (a name or IPv4 address, a port). */
+const PLAIN_HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$/;
+
 function cspOf(ctx: Context, withPasskey: boolean): string {
-  if (!withPasskey) return CSP.join('; ');
-  return [...CSP, `script-src ${ctx.origin}${LOGIN_PATHS.passkeyScript}`, "connect-src 'self'"].join('; ');
+  // Every listener is HTTPS; a Host of any other shape gets no script at all.
+  if (!withPasskey || !PLAIN_HOST.test(ctx.host)) return CSP.join('; ');
+  const script = `https://${ctx.host}${LOGIN_PATHS.passkeyScript}`;
+  return [...CSP, `script-src ${script}`, "connect-src 'self'"].join('; ');
 }
 
 /**
