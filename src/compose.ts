@@ -295,6 +295,8 @@ function createRouteDeps(
     passwordMethod: services.passwordMethod,
     principals,
     totp: services.totp,
+    passkeys: services.passkeys,
+    webauthn: services.webauthn,
     identities: services.identities,
     enrollments: services.enrollments,
     authenticators: services.authenticators,

@@ -365,6 +365,7 @@ export function createPasskeyService({
       // parallel (the challenge makes the second impossible). Either way the passkey is suspect.
       audit.record({
         event: 'passkey.clone-suspected',
+        purpose: p.purpose,
         identityId: passkey.identityId,
         passkeyId: passkey.id,
         storedCount: passkey.signCount,
