@@ -25,6 +25,12 @@ import { createExtJwtMethod } from './services/auth/ext-jwt-method.js';
 import { createJwksCache } from './services/auth/jwks-cache.js';
 import { createLoginLockout } from './services/auth/login-lockout.js';
 import { createPasswordMethod } from './services/auth/password-method.js';
+import {
+  createPasskeyMethod,
+  PASSKEY_FAILURE_WINDOW_SECONDS,
+  PASSKEY_FAILURES_PER_WINDOW,
+} from './services/auth/passkey-method.js';
+import { createPasskeyFactor } from './services/mfa/passkey-factor.js';
 import { createSignerCache } from './services/auth/signer-cache.js';
 import { createAuditTrail } from './services/audit-trail.js';
 import { createApiSessionEnding } from './services/api-session-ending.js';
@@ -183,6 +189,8 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     trustedTls: config.tls.cert !== undefined,
   });
   const passkeys = createPasskeyService({ knex, rpName: edge.totp.issuer, changes: revocations, audit });
+  // Counted with the identity's wrong TOTP codes: one failure budget per second factor.
+  const passkeyFactor = createPasskeyFactor({ knex, passkeys, audit });
   return {
     audit,
     sessions,
@@ -206,6 +214,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     totp,
     webauthn,
     passkeys,
+    passkeyFactor,
   };
 }
 
@@ -224,6 +233,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
   const findIdentity = (id: string) => identitiesRepository.findById(knex, id);
   const secondFactors = createSecondFactors({
     totp: services.totp,
+    passkeys: services.passkeys,
     extJwt: services.extJwtMethod,
     findSigner: services.signerCache.get,
     audit: services.audit,
@@ -242,6 +252,9 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     factors: secondFactors,
     secondaryExtJwt: services.extJwtMethod,
     totp: services.totp,
+    passkeys: services.passkeys,
+    passkeyFactor: services.passkeyFactor,
+    webauthnSiteFor: (host) => services.webauthn.siteFor(host),
     sessionLimit: services.sessionLimit,
     audit: services.audit,
     onGrant: deps.metrics.countGrant,
@@ -293,6 +306,20 @@ function createRouteDeps(
     sessions: services.sessions,
     apiSessionView: services.apiSessionView,
     passwordMethod: services.passwordMethod,
+    passkeyMethod: createPasskeyMethod({
+      knex: database.knex,
+      passkeys: services.passkeys,
+      // Failed passwordless assertions per client address, on the rate limits' store.
+      failures: createRateLimiter(
+        {
+          enabled: config.rateLimits.enabled,
+          perSecond: PASSKEY_FAILURES_PER_WINDOW / PASSKEY_FAILURE_WINDOW_SECONDS,
+          burst: PASSKEY_FAILURES_PER_WINDOW,
+        },
+        { name: 'passkey-failures', shared },
+      ),
+    }),
+    passkeyFactor: services.passkeyFactor,
     principals,
     totp: services.totp,
     passkeys: services.passkeys,

@@ -4,8 +4,6 @@ import type { SessionService } from '../services/session-service.js';
 import type { PasswordMethod } from '../services/auth/password-method.js';
 import type { PasskeyMethod } from '../services/auth/passkey-method.js';
 import type { PasskeyFactor } from '../services/mfa/passkey-factor.js';
-import type { PasskeyService } from '../services/passkeys/passkey-service.js';
-import type { WebauthnSettings } from '../services/passkeys/webauthn-settings.js';
 import type { TotpService } from '../services/mfa/totp-service.js';
 import type { PasskeyService } from '../services/passkeys/passkey-service.js';
 import type { WebauthnSettings } from '../services/passkeys/webauthn-settings.js';
@@ -39,9 +37,6 @@ export interface RouteDeps {
   /** Passkeys (an extension beyond the specification): passwordless login, second factor, ceremonies. */
   passkeyMethod: PasskeyMethod;
   passkeyFactor: PasskeyFactor;
-  passkeys: PasskeyService;
-  /** The WebAuthn relying party, and where passkeys cannot work. */
-  webauthn: WebauthnSettings;
   /** Resolves the caller of an authenticated endpoint from a session or bearer token. */
   principals: PrincipalResolver;
   /** TOTP enrollment and verification, for the self-service MFA endpoints. */
