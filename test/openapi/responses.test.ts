@@ -8,6 +8,7 @@ import {
 import type { HttpsClient, RequestOptions, TestResponse } from '../helpers/https-client.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
+import { localClient, registerPasskey } from '../passkey-login/passkey-login-fixtures.js';
 import { createResponseValidator, operationsOf, type ResponseValidator } from './response-validator.js';
 
 /**
@@ -450,6 +451,32 @@ describe('real responses of every documented operation validate against the gene
       token: mine.token,
       status: 400,
     });
+  });
+
+  test('passkeys (an extension): the legacy options, a passwordless session, its MFA options', async () => {
+    // Passkeys work at a DNS name only: at the IP address every passkey operation answers 409.
+    const local = localClient(server);
+    const user = await updbUser('oa-passkey');
+    const authenticator = await registerPasskey(server, { id: user.id, name: 'oa-passkey' });
+    for (const api of ['client', 'management'] as const) {
+      await call(api, 'POST', '/authenticate/passkey/options', { status: 409 });
+      const { ceremonyId, options } = (
+        await call(api, 'POST', '/authenticate/passkey/options', { client: local, status: 200 })
+      ).body.data;
+      const session = await call(api, 'POST', '/authenticate', {
+        url: '/authenticate?method=passkey',
+        client: local,
+        body: { ceremonyId, passkey: await authenticator.assert(options) },
+        status: 200,
+      });
+      const token = session.body.data.token as string;
+      await call(api, 'POST', '/authenticate/mfa/passkey/options', { client: local, token, status: 200 });
+      await call(api, 'POST', '/authenticate/mfa/passkey/options', {
+        client: local,
+        token: admin,
+        status: 404,
+      });
+    }
   });
 
   test('every documented operation had its success and at least one error validated', () => {

@@ -113,7 +113,7 @@ describe('OpenAPI documents of the Edge APIs', () => {
     }
   });
 
-  test('anonymous operations are exactly login, enrollment, the public signer list and the document', () => {
+  test('anonymous operations are exactly login (with its passkey options), enrollment, the public signer list and the document', () => {
     const anonymous = (doc: any) =>
       documentedOperations(doc).filter((key) => {
         const [method, full] = key.split(' ') as [string, string];
@@ -123,6 +123,7 @@ describe('OpenAPI documents of the Edge APIs', () => {
     expect(anonymous(docs.client).sort()).toEqual(
       [
         'POST /edge/client/v1/authenticate',
+        'POST /edge/client/v1/authenticate/passkey/options',
         'POST /edge/client/v1/enroll',
         'POST /edge/client/v1/enroll/ca',
         'POST /edge/client/v1/enroll/ott',
@@ -133,7 +134,11 @@ describe('OpenAPI documents of the Edge APIs', () => {
       ].sort(),
     );
     expect(anonymous(docs.management).sort()).toEqual(
-      ['POST /edge/management/v1/authenticate', 'GET /edge/management/v1/spec'].sort(),
+      [
+        'POST /edge/management/v1/authenticate',
+        'POST /edge/management/v1/authenticate/passkey/options',
+        'GET /edge/management/v1/spec',
+      ].sort(),
     );
     const schemes = docs.management.components.securitySchemes;
     expect(schemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
