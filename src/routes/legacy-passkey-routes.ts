@@ -49,7 +49,7 @@ export function legacyPasskeyRoutes(router: Router, deps: RouteDeps): void {
 
   router.post('/authenticate/passkey/options', async (ctx: Context) => {
     const ceremony = await deps.passkeyMethod.legacyCeremony(siteOf(ctx));
-    sendData(ctx, ceremony as PasskeyCeremonyView);
+    sendData(ctx, ceremony satisfies PasskeyCeremonyView);
   });
 
   router.post(
@@ -66,7 +66,7 @@ export function legacyPasskeyRoutes(router: Router, deps: RouteDeps): void {
         { boundTo: principal.sessionId },
         site,
       );
-      sendData(ctx, { options } as PasskeyAssertionOptionsView);
+      sendData(ctx, { options } satisfies PasskeyAssertionOptionsView);
     },
   );
 }

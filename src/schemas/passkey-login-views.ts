@@ -6,16 +6,15 @@ import { stringList } from './view-fields.js';
  * `PublicKeyCredential.parseRequestOptionsFromJSON` and `navigator.credentials.get`. Empty
  * `allowCredentials` (a passwordless sign-in): the authenticator offers its discoverable passkeys.
  */
-export const passkeyRequestOptionsSchema = z.looseObject({
+export const passkeyRequestOptionsSchema = z.object({
   challenge: z.string(),
   rpId: z.string().optional(),
   timeout: z.number().optional(),
   allowCredentials: z
-    .array(z.object({ id: z.string(), type: z.literal('public-key'), transports: stringList.optional() }))
+    .array(z.object({ id: z.string(), type: z.string(), transports: stringList.optional() }))
     .optional(),
   userVerification: z.string().optional(),
   hints: stringList.optional(),
-  extensions: z.record(z.string(), z.unknown()).optional(),
 });
 
 /** `POST /authenticate/passkey/options`: the options, and the ceremony id to send back with the assertion. */
