@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { expectError } from '../helpers/expect-error.js';
 import type { HttpsClient } from '../helpers/https-client.js';
+import { startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { payloadOf } from '../oidc/oidc-fixtures.js';
 import {
@@ -83,6 +84,41 @@ describe('a passkey as the second factor (an extension beyond the specification)
         identityId: user.id,
       }),
     );
+  });
+
+  test('a browser gets the TOTP page with the passkey offered, and the passkey form completes the login', async () => {
+    const { user, authenticator } = await userWithBoth('pk2-html');
+    const plain = await createUser(server, 'pk2-html-plain');
+    await enrollTotp(server, plain);
+    const html = { accept: 'text/html' };
+    const formLogin = async (who: typeof user) => {
+      const started = await startAuthorization(client, { method: 'password' });
+      const page = await submitLogin(client, started, {
+        body: { username: who.username, password: who.password },
+        form: true,
+        headers: html,
+      });
+      return { started, page };
+    };
+
+    const { started, page } = await formLogin(user);
+    const { page: plainPage } = await formLogin(plain);
+    const options = await passkeyOptions(client, started.authRequestId);
+    const done = await client.post('/oidc/login/passkey', {
+      form: {
+        authRequestId: started.authRequestId,
+        passkey: JSON.stringify(await authenticator.assert(options.body)),
+      },
+      headers: html,
+    });
+
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('name="code"');
+    expect(page.text).toContain('Use a passkey instead');
+    expect(page.header('content-security-policy')).toContain('/oidc/login/passkey.js');
+    expect(plainPage.text).not.toContain('data-passkey');
+    expect(plainPage.header('content-security-policy')).not.toContain('script-src');
+    expect(done.status).toBe(303);
   });
 
   test('a refused assertion is 401 and counts with the wrong TOTP codes of the identity', async () => {
