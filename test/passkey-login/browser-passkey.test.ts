@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import type { Browser } from 'playwright-core';
 import {
@@ -8,7 +10,7 @@ import {
   watchedPage,
   type WatchedPage,
 } from '../helpers/browser.js';
-import { authorizationPath, DEFAULT_REDIRECT_URI, exchangeCode, newPkce } from '../helpers/oidc-client.js';
+import { authorizationPath, exchangeCode, newPkce } from '../helpers/oidc-client.js';
 import { BINARIES, describeNeeding } from '../helpers/system-binaries.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { managementApi } from '../identities/identity-fixtures.js';
@@ -23,6 +25,9 @@ describeNeeding([BINARIES.chromium])(
     let browser: Browser;
     let user: TestUser;
     let w: WatchedPage;
+    /** The client's redirect URI: a page that says nothing, so the browser sees no error there. */
+    let callbackServer: Server;
+    let redirectUri: string;
     const dir = screenshotDir('passkey-login');
 
     beforeAll(async () => {
@@ -32,6 +37,9 @@ describeNeeding([BINARIES.chromium])(
         secondary: { requirePasskey: true },
       });
       user = await createUser(server, 'browser-passkey', policy);
+      callbackServer = createServer((_req, res) => res.end('<!DOCTYPE html><title>client</title>'));
+      await new Promise<void>((done) => callbackServer.listen(0, '127.0.0.1', done));
+      redirectUri = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/auth/callback`;
       browser = await launchChromium();
       w = await watchedPage(browser, dir);
       // A platform authenticator that verifies the user without asking, as a test needs it.
@@ -52,30 +60,29 @@ describeNeeding([BINARIES.chromium])(
       await w?.context.close();
       await browser?.close();
       await server?.close();
+      await new Promise((done) => callbackServer?.close(done));
     });
 
     /** Opens the authorization URL at `localhost`; returns the PKCE verifier for the code exchange. */
     async function authorize(method: string): Promise<string> {
       const pkce = newPkce();
-      await w.page.goto(`${localUrl(server)}${authorizationPath({ method }, pkce, 'st', 'nonce')}`);
+      await w.page.goto(
+        `${localUrl(server)}${authorizationPath({ method, redirectUri }, pkce, 'st', 'nonce')}`,
+      );
       return pkce.verifier;
     }
 
-    /**
-     * Runs `action` and returns where the browser was sent at the client's redirect URI (nothing
-     * listens there: the request is all the test needs).
-     */
+    /** Runs `action` and returns where it led the browser: the client's redirect URI, with the code. */
     async function toClient(action: () => Promise<void>): Promise<URL> {
-      const [request] = await Promise.all([
-        w.page.waitForRequest((r) => r.url().startsWith(DEFAULT_REDIRECT_URI)),
-        action(),
-      ]);
-      return new URL(request.url());
+      await navigate(w.page, action);
+      const url = new URL(w.page.url());
+      expect(url.href.startsWith(redirectUri)).toBe(true);
+      return url;
     }
 
     async function amrOfCode(callback: URL, verifier: string): Promise<string[]> {
       const code = callback.searchParams.get('code')!;
-      const token = await exchangeCode(localClient(server), { code, verifier });
+      const token = await exchangeCode(localClient(server), { code, verifier, redirectUri });
       return [...payloadOf(token.body.id_token).amr].sort();
     }
 
