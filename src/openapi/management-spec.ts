@@ -55,7 +55,12 @@ function identityRoutes(): RouteDoc[] {
     ...Object.values(c),
     action('post', '/identities/:id/disable', 'disableIdentity', 'Disable an identity', 'IdentityDisable'),
     action('post', '/identities/:id/enable', 'enableIdentity', 'Enable a disabled or locked identity'),
-    action('delete', '/identities/:id/mfa', 'resetIdentityMfa', "Remove an identity's TOTP configuration"),
+    action(
+      'delete',
+      '/identities/:id/mfa',
+      'resetIdentityMfa',
+      "Remove an identity's TOTP configuration and passkeys; its sessions end (cause mfa-reset)",
+    ),
   ];
 }
 

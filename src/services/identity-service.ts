@@ -9,6 +9,7 @@ import { authenticatorsRepository } from '../repositories/authenticators-reposit
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
 import { mfaRecoveryCodesRepository } from '../repositories/mfa-recovery-codes-repository.js';
+import { passkeysRepository } from '../repositories/passkeys-repository.js';
 import {
   identitiesRepository,
   roleAttributesRepository,
@@ -215,16 +216,17 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     },
 
     /**
-     * Admin TOTP reset (`DELETE /identities/{id}/mfa`): the configuration and its recovery codes
-     * go and the identity's sessions end; it enrolls again at its next login.
+     * Admin MFA reset (`DELETE /identities/{id}/mfa`): the TOTP configuration, its recovery codes
+     * and every passkey go and the identity's sessions end; it enrolls again at its next login.
      */
     async resetMfa(id: string): Promise<void> {
       await inTransaction(knex, async (trx, afterCommit) => {
         await lockIdentity(trx, id);
         await mfaRecoveryCodesRepository.deleteAll(trx, id);
         await mfaTotpRepository.delete(trx, id);
+        const passkeys = await passkeysRepository.deleteAllOfIdentity(trx, id);
         await revocations.revokeIdentity(trx, id, { afterCommit, cause: 'mfa-reset' });
-        audit.recordAfterCommit(afterCommit, { event: 'identity.mfa-reset', identityId: id });
+        audit.recordAfterCommit(afterCommit, { event: 'identity.mfa-reset', identityId: id, passkeys });
       });
     },
   };
