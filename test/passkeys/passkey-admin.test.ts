@@ -105,6 +105,9 @@ describe('passkeys as admins see them', () => {
     expect(audit.events()).toContainEqual(
       expect.objectContaining({ event: 'session.ended', identityId: user.id, cause: 'mfa-reset' }),
     );
+    expect(audit.events()).toContainEqual(
+      expect.objectContaining({ event: 'identity.mfa-reset', identityId: user.id, passkeys: 2 }),
+    );
   });
 
   test('deleting an identity deletes its passkeys', async () => {
@@ -121,11 +124,21 @@ describe('passkeys as admins see them', () => {
     expect(Number(handles[0]!.n)).toBe(0);
   });
 
-  test('registrations are audited', async () => {
+  test('registrations are audited and counted', async () => {
+    const count = async () => {
+      const text = (await server.client.get('/metrics')).text;
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith('svc_passkey_registrations_total{outcome="success"}'));
+      return Number(line?.split(' ')[1] ?? 0);
+    };
+    const before = await count();
+
     const { user, ids } = await withPasskeys('pk-admin-audit', 1);
 
     expect(audit.events()).toContainEqual(
       expect.objectContaining({ event: 'passkey.registered', identityId: user.id, passkeyId: ids[0] }),
     );
+    expect(await count()).toBe(before + 1);
   });
 });
