@@ -30,7 +30,8 @@ function identityRoutes(): RouteDoc[] {
       replace: conflict,
       patch: conflict,
       delete: {
-        description: 'Removes its sessions, authenticators, enrollments and TOTP; its tokens stop working.',
+        description:
+          'Removes its sessions, authenticators, enrollments, TOTP and passkeys; its tokens stop working.',
         errors: ['CANNOT_DELETE_DEFAULT_ADMIN'],
       },
     },

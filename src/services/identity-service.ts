@@ -174,8 +174,8 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     patch: (id: string, input: IdentityPatchInput) => update(id, input),
 
     /**
-     * API sessions, role attributes, authenticators, enrollments and TOTP configuration
-     * go with the row (ON DELETE CASCADE, migrations 001/002); policies, signers and CAs stay.
+     * API sessions, role attributes, authenticators, enrollments, TOTP configuration and passkeys
+     * go with the row (ON DELETE CASCADE, migrations 001/002/020); policies, signers and CAs stay.
      * Certificates of 3rd-party CAs are blocked from auto CA enrollment first.
      */
     async delete(id: string): Promise<void> {
