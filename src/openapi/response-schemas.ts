@@ -27,6 +27,12 @@ import {
 } from '../schemas/passkey-login-views.js';
 import { authPolicyViewSchema } from '../schemas/policy-views.js';
 import {
+  passkeyCreatedSchema,
+  passkeyCreationOptionsSchema,
+  passkeyOptionsSchema,
+  passkeySchema,
+} from '../schemas/passkey-views.js';
+import {
   apiSessionDetailSchema,
   apiSessionSchema,
   authQuerySchema,
@@ -61,6 +67,10 @@ const views: Record<string, z.ZodType> = {
   TotpDetail: totpDetailSchema,
   RecoveryCodesRemaining: recoveryCodesRemainingSchema,
   RecoveryCodes: recoveryCodesSchema,
+  Passkey: passkeySchema,
+  PasskeyCreated: passkeyCreatedSchema,
+  PasskeyOptions: passkeyOptionsSchema,
+  PasskeyCreationOptions: passkeyCreationOptionsSchema,
   EnrolledCertificate: enrolledCertificateSchema,
   PasskeyRequestOptions: passkeyRequestOptionsSchema,
   PasskeyCeremony: passkeyCeremonySchema,

@@ -142,7 +142,9 @@ export const passkeysRepository = {
   },
 
   async deleteAllOfIdentity(db: Db, identityId: string): Promise<number> {
-    return db('passkeys').where({ identity_id: identityId }).delete();
+    // `returning`: knex-pglite answers a bare delete with a result object, not a row count.
+    const rows = await db('passkeys').where({ identity_id: identityId }).delete().returning('id');
+    return rows.length;
   },
 
   /**

@@ -69,11 +69,14 @@ export const webauthnChallengesRepository = {
 
   /** Up to `limit` expired challenges (the janitor). */
   async deleteExpired(db: Db, now: Date, limit: number): Promise<number> {
-    return db('webauthn_challenges')
+    // `returning`: knex-pglite answers a bare delete with a result object, not a row count.
+    const rows = await db('webauthn_challenges')
       .whereIn(
         'challenge',
         db('webauthn_challenges').where('expires_at', '<=', now).select('challenge').limit(limit),
       )
-      .delete();
+      .delete()
+      .returning('challenge');
+    return rows.length;
   },
 };

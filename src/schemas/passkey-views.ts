@@ -22,18 +22,29 @@ const credentialDescriptor = z.object({
  * `PublicKeyCredentialCreationOptionsJSON` (WebAuthn Level 3, §5.4), to pass to
  * `PublicKeyCredential.parseCreationOptionsFromJSON` and `navigator.credentials.create`.
  */
-export const passkeyCreationOptionsSchema = z.looseObject({
-  rp: z.looseObject({ id: z.string().optional(), name: z.string() }),
-  user: z.looseObject({ id: z.string(), name: z.string(), displayName: z.string() }),
+export const passkeyCreationOptionsSchema = z.object({
+  rp: z.object({ id: z.string().optional(), name: z.string() }),
+  user: z.object({
+    id: z.string().describe('A random handle (base64url), never the identity id or name.'),
+    name: z.string(),
+    displayName: z.string(),
+  }),
   challenge: z.string(),
-  pubKeyCredParams: z.array(z.looseObject({ alg: z.number(), type: z.literal('public-key') })),
+  pubKeyCredParams: z.array(z.object({ alg: z.number(), type: z.literal('public-key') })),
   timeout: z.number().optional(),
   excludeCredentials: z.array(credentialDescriptor).optional(),
-  authenticatorSelection: z.record(z.string(), z.unknown()).optional(),
+  authenticatorSelection: z
+    .object({
+      authenticatorAttachment: z.string().optional(),
+      requireResidentKey: z.boolean().optional(),
+      residentKey: z.string().optional(),
+      userVerification: z.string().optional(),
+    })
+    .optional(),
   hints: stringList.optional(),
   attestation: z.string().optional(),
   attestationFormats: stringList.optional(),
-  extensions: z.record(z.string(), z.unknown()).optional(),
+  extensions: z.object({ credProps: z.boolean().optional() }).optional(),
 });
 
 /** The creation options, and warnings for the person (passkeys of another rpId). */
@@ -45,3 +56,4 @@ export const passkeyOptionsSchema = z.object({
 export type PasskeyView = z.infer<typeof passkeySchema>;
 export type PasskeyCreatedView = z.infer<typeof passkeyCreatedSchema>;
 export type PasskeyOptionsView = z.infer<typeof passkeyOptionsSchema>;
+export type PasskeyCreationOptionsView = z.infer<typeof passkeyCreationOptionsSchema>;

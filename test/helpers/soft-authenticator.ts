@@ -83,7 +83,10 @@ export interface CeremonyOverrides {
   challenge?: string;
   /** `webauthn.create` / `webauthn.get` by default. */
   type?: string;
-  /** Which stored credential answers (base64url), instead of the first allowed one. */
+  /**
+   * Which stored credential answers (base64url), instead of the first allowed one; at a
+   * registration, a credential already held is registered again.
+   */
   credentialId?: string;
   /** Registration: an authenticator that keeps no signature counter. */
   zeroCounter?: boolean;
@@ -140,11 +143,15 @@ export function createSoftAuthenticator({ origin, rpId }: { origin: string; rpId
 
   /** `navigator.credentials.create` for the options the controller returned. */
   async function register(options: Json, o: CeremonyOverrides = {}): Promise<Json> {
-    const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
-      'sign',
-      'verify',
-    ])) as webcrypto.CryptoKeyPair;
-    const id = randomBytes(16);
+    // `credentialId`: answer with a credential this authenticator already holds (its id and key).
+    const existing = credentials.find((c) => b64u(c.id) === o.credentialId);
+    const keys =
+      existing?.keys ??
+      ((await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+        'sign',
+        'verify',
+      ])) as webcrypto.CryptoKeyPair);
+    const id = existing?.id ?? randomBytes(16);
     const user = options.user as { id: string };
     const effectiveRpId = o.rpId ?? rpId;
     const zeroCounter = o.zeroCounter ?? false;
@@ -158,7 +165,8 @@ export function createSoftAuthenticator({ origin, rpId }: { origin: string; rpId
       id,
       await coseKey(keys),
     ]);
-    credentials.push({ id, keys, rpId: effectiveRpId, userHandle: user.id, counter, zeroCounter });
+    if (!existing)
+      credentials.push({ id, keys, rpId: effectiveRpId, userHandle: user.id, counter, zeroCounter });
     const attestationObject = cbor({ fmt: 'none', attStmt: {}, authData });
     return {
       id: b64u(id),

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { AppError } from '../../src/errors/app-error.js';
+import { deleteExpiredRows } from '../../src/services/janitor.js';
 import type { AuditEvent, AuditTrail } from '../../src/services/audit-trail.js';
 import { createPasskeyService, type PasskeyService } from '../../src/services/passkeys/passkey-service.js';
 import type { WebauthnSite } from '../../src/services/passkeys/webauthn-settings.js';
@@ -147,6 +148,23 @@ describe('the passkey service (registration and the assertions the login relies 
     expect(first).toBe('resolved');
     expect(replay).toBe('INVALID_AUTH');
     expect(expired).toBe('INVALID_AUTH');
+  });
+
+  test('the janitor removes challenges that expired unanswered, and only those', async () => {
+    clock = new Date();
+    const user = await createUser(server, 'svc-pk-janitor');
+    const p = { purpose: 'second-factor' as const, identityId: user.id };
+    const old = await passkeys.assertionOptions(p, { boundTo: 'janitor-old' }, SITE);
+    clock = new Date(clock.getTime() + 4 * 60_000);
+    const fresh = await passkeys.assertionOptions(p, { boundTo: 'janitor-fresh' }, SITE);
+
+    const removed = await deleteExpiredRows(server.app.knex, new Date(clock.getTime() + 2 * 60_000));
+
+    const left = await server.app
+      .knex('webauthn_challenges')
+      .whereIn('challenge', [old.challenge, fresh.challenge]);
+    expect(removed.webauthnChallenges).toBeGreaterThanOrEqual(1);
+    expect(left.map((r: { challenge: string }) => r.challenge)).toEqual([fresh.challenge]);
   });
 
   test('a counter that does not grow is refused and audited as a suspected clone', async () => {

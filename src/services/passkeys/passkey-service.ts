@@ -22,7 +22,7 @@ import {
 } from '../../repositories/webauthn-challenges-repository.js';
 import { webauthnUserHandlesRepository } from '../../repositories/webauthn-user-handles-repository.js';
 import { authenticationResponseSchema, registrationResponseSchema } from '../../schemas/passkey-schemas.js';
-import type { PasskeyView } from '../../schemas/passkey-views.js';
+import type { PasskeyCreationOptionsView, PasskeyView } from '../../schemas/passkey-views.js';
 import { NO_AUDIT, type AuditTrail } from '../audit-trail.js';
 import type { IdentityChangeFeed } from '../revocation-service.js';
 import type { WebauthnSite } from './webauthn-settings.js';
@@ -58,6 +58,25 @@ export function passkeyView(p: Passkey): PasskeyView {
     createdAt: p.createdAt.toISOString(),
     lastUsedAt: p.lastUsedAt?.toISOString() ?? null,
     backedUp: p.backedUp,
+  };
+}
+
+/** The creation options as the API documents them: the members this service fills, and no other. */
+export function creationOptionsView(o: PublicKeyCredentialCreationOptionsJSON): PasskeyCreationOptionsView {
+  return {
+    rp: { ...(o.rp.id === undefined ? {} : { id: o.rp.id }), name: o.rp.name },
+    user: { id: o.user.id, name: o.user.name, displayName: o.user.displayName },
+    challenge: o.challenge,
+    pubKeyCredParams: o.pubKeyCredParams.map((p) => ({ alg: p.alg, type: 'public-key' as const })),
+    ...(o.timeout === undefined ? {} : { timeout: o.timeout }),
+    excludeCredentials: (o.excludeCredentials ?? []).map((c) => ({
+      id: c.id,
+      type: 'public-key' as const,
+      ...(c.transports ? { transports: [...c.transports] } : {}),
+    })),
+    ...(o.authenticatorSelection ? { authenticatorSelection: { ...o.authenticatorSelection } } : {}),
+    ...(o.attestation === undefined ? {} : { attestation: o.attestation }),
+    ...(o.extensions?.credProps === undefined ? {} : { extensions: { credProps: o.extensions.credProps } }),
   };
 }
 
@@ -273,7 +292,7 @@ export function createPasskeyService({
         event: 'passkey.removed',
         identityId,
         passkeyId,
-        ...(actor === undefined ? {} : { actor }),
+        ...(actor === undefined ? {} : { actorId: actor }),
       });
     });
   }
