@@ -483,8 +483,8 @@ describe('real responses of every documented operation validate against the gene
   test('passkeys (an extension): the legacy options, a passwordless session, its MFA options', async () => {
     // Passkeys work at a DNS name only: at the IP address every passkey operation answers 409.
     const local = localClient(server);
-    const user = await updbUser('oa-passkey');
-    const authenticator = await registerPasskey(server, { id: user.id, name: 'oa-passkey' });
+    const user = await updbUser('oa-passkey-login');
+    const authenticator = await registerPasskey(server, { id: user.id, name: 'oa-passkey-login' });
     for (const api of ['client', 'management'] as const) {
       await call(api, 'POST', '/authenticate/passkey/options', { status: 409 });
       const { ceremonyId, options } = (

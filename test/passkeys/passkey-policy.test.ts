@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as m020 from '../../migrations/020_passkeys.js';
+import { authPoliciesRepository } from '../../src/repositories/auth-policies-repository.js';
 import { createTestDatabaseUrl } from '../helpers/test-database.js';
 import { startTestServer } from '../helpers/test-server.js';
 import { managementApi } from '../identities/identity-fixtures.js';
@@ -47,8 +48,8 @@ describe('passkey policy fields across the upgrade (migration 020_passkeys)', ()
       const patched = await api.patch('/auth-policies/default', {
         body: { primary: { passkey: { allowed: true } }, secondary: { requirePasskey: true } },
       });
-      const again = managementApi(upgraded, await upgraded.adminToken());
-      const detail = (await again.get('/auth-policies/default')).body.data;
+      // Read from the database: the admin's next password session now owes a passkey it has not got.
+      const detail = (await authPoliciesRepository.findById(upgraded.app.knex, 'default'))!;
 
       expect(
         policies.map((p) => [p.id, p.primary.passkey.allowed, p.secondary.requirePasskey]).sort(),
