@@ -11,7 +11,7 @@ import {
 const BODY_METHODS = ['post', 'put', 'patch'];
 const UNKNOWN = 'zzUnknownMember';
 /** Login and second-factor bodies stay open: OpenZiti SDKs add members such as envInfo and sdkInfo. */
-const OPEN = new Set(['LoginBody', 'MfaCode', 'OptionalMfaCode']);
+const OPEN = new Set(['LoginBody', 'MfaCode', 'MfaStep', 'OptionalMfaCode']);
 
 /** Every management operation whose documented JSON body is a component, with a path to call. */
 function bodyOperations(doc: any): { method: string; path: string; component: string }[] {
