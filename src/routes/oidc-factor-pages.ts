@@ -115,7 +115,10 @@ function enrollmentBody(authRequestId: string, view: EnrollmentView, error?: str
   );
 }
 
-/** TOTP enrollment mid-flow: the start button, or the QR code and the verify form. */
+/**
+ * TOTP enrollment mid-flow: the start button, or the QR code and the verify form; with
+ * `options.passkey`, a passkey of the identity instead (it pays the code without an app).
+ */
 export function renderEnrollmentPage(
   ctx: Context,
   authRequestId: string,
@@ -125,7 +128,8 @@ export function renderEnrollmentPage(
   const inProgress = view.provisioningUrl !== undefined && view.qrDataUrl !== undefined;
   const body =
     errorLine(options.error) +
-    (inProgress ? enrollmentBody(authRequestId, view, options.error) : startForm(authRequestId));
+    (inProgress ? enrollmentBody(authRequestId, view, options.error) : startForm(authRequestId)) +
+    (options.passkey ? passkeyInstead(authRequestId) : '');
   sendPage(ctx, 'Set up two-step verification', body, options);
 }
 

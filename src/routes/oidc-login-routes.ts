@@ -49,7 +49,7 @@ async function showEnrollment(
   ctx: Context,
   flow: LoginFlow,
   pending: PendingLogin,
-  options: { start?: EnrollmentStart; status?: number; error?: string } = {},
+  options: { start?: EnrollmentStart; status?: number; error?: string; passkey?: boolean } = {},
 ): Promise<void> {
   const url = options.start?.provisioningUrl ?? (await flow.enrollmentUrl(ctx, pending));
   const view = url
@@ -75,8 +75,9 @@ async function showOwed(
     renderPasskeyPage(ctx, pending.uid, false, page);
   } else if (owesOnly(owed, PASSKEY_BINDING)) renderPasskeyPage(ctx, pending.uid, true, page);
   else if (mfa?.isTotpEnrolled) renderTotpPage(ctx, pending.uid, { ...page, passkey: 'passkey' in mfa });
-  else if (owesOnly(owed, TOTP_BINDING)) await showEnrollment(ctx, flow, pending, options);
-  else renderOwedPage(ctx, owed.authQueries, page);
+  else if (owesOnly(owed, TOTP_BINDING)) {
+    await showEnrollment(ctx, flow, pending, { ...options, passkey: mfa !== undefined && 'passkey' in mfa });
+  } else renderOwedPage(ctx, owed.authQueries, page);
   setOwedHeaders(ctx, owed.authQueries, owed.challenges);
 }
 

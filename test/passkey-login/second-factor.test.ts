@@ -5,12 +5,14 @@ import { startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { payloadOf } from '../oidc/oidc-fixtures.js';
 import {
+  createPolicy,
   createUser,
   enrollTotp,
   postTotp,
   tokensFrom,
   totpQuery,
 } from '../second-factors/factor-fixtures.js';
+import { managementApi } from '../identities/identity-fixtures.js';
 import { MFA_QUERY } from '../mfa/mfa-fixtures.js';
 import {
   assertAt,
@@ -277,6 +279,28 @@ describe('a passkey as the second factor (an extension beyond the specification)
     expect(
       (await client.get('/edge/client/v1/current-api-session', { headers: b })).body.data.isMfaComplete,
     ).toBe(false);
+  });
+
+  test('a policy requiring TOTP: an identity with a passkey but no app may pay with the passkey, no enrollment', async () => {
+    const api = managementApi(server, await server.adminToken());
+    const policy = await createPolicy(api, 'pk2-totp-required', { secondary: { requireTotp: true } });
+    const user = await createUser(server, 'pk2-no-app', policy);
+    const authenticator = await registerPasskey(server, user);
+    const { started, response } = await passwordStep(client, user);
+    const inBrowser = await startAuthorization(client, { method: 'password' });
+    const page = await submitLogin(client, inBrowser, {
+      body: { username: user.username, password: user.password },
+      form: true,
+      headers: { accept: 'text/html' },
+    });
+
+    const done = await assertAt(client, started.authRequestId, authenticator);
+
+    expect(response.body).toEqual({ authQueries: [{ ...totpQuery(false), passkey: PASSKEY_MEMBER }] });
+    expect(page.text).toContain('Set up an authenticator app');
+    expect(page.text).toContain('Use a passkey instead');
+    expect(done.status).toBe(303);
+    expect(await server.app.knex('mfa_totp').where({ identity_id: user.id })).toEqual([]);
   });
 
   test('an identity without passkeys keeps the specification’s TOTP step unchanged', async () => {
