@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, jest, test } from '@j
 import type { HttpsClient } from '../helpers/https-client.js';
 import { expectError } from '../helpers/expect-error.js';
 import { useMovableClock } from '../helpers/movable-clock.js';
+import { passwordLogin as oidcPasswordLogin } from '../helpers/oidc-client.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
 import {
@@ -194,6 +195,29 @@ describe('registering passkeys (an extension beyond the specification)', () => {
     expectError(finishRefused, { status: 403, code: 'REAUTHENTICATION_REQUIRED' });
     const finished = await api.register({ name: 'x', response, password: user.password });
     expect(finished.status).toBe(201);
+  });
+
+  test("a bearer token's auth_time counts as the sign-in: fresh it registers, old it needs the password", async () => {
+    const user = await enrolledUpdbUser(server, admin, 'pk-bearer');
+    const { tokens } = await oidcPasswordLogin(server.client, user.username, user.password);
+    const headers = { authorization: `Bearer ${tokens.access_token}` };
+    const authenticator = softAuthenticatorFor(site.origin);
+
+    const options = await site.client.post(`${PASSKEYS}/options`, { headers, body: {} });
+    const response = await authenticator.register(options.body.data.options);
+    const created = await site.client.post(PASSKEYS, { headers, body: { name: 'oidc', response } });
+    useMovableClock();
+    jest.setSystemTime(Date.now() + 6 * 60_000);
+    const old = await site.client.post(`${PASSKEYS}/options`, { headers, body: {} });
+    const again = await site.client.post(`${PASSKEYS}/options`, {
+      headers,
+      body: { password: user.password },
+    });
+
+    expect(options.status).toBe(200);
+    expect(created.status).toBe(201);
+    expectError(old, { status: 403, code: 'REAUTHENTICATION_REQUIRED' });
+    expect(again.status).toBe(200);
   });
 
   test('a TOTP code re-entered also counts; a session whose TOTP step is owed is refused', async () => {
