@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ifInstanceLockFree, type InstanceLock } from '../db/instance-lock.js';
+import { accountSessionsRepository } from '../repositories/account-sessions-repository.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
 import { loginFailuresRepository } from '../repositories/login-failures-repository.js';
@@ -73,7 +74,10 @@ export function runJanitor(
   };
 }
 
-/** Deletes expired API sessions, revocations and ended failure windows, one instance at a time. */
+/**
+ * Deletes expired API sessions, revocations, ended failure windows and account page sessions, one
+ * instance at a time.
+ */
 export function startJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => Promise<void> {
   return runJanitor((signal) => deleteExpiredRows(knex, new Date(), signal), lock, logger, 'expired rows');
 }
@@ -83,7 +87,13 @@ export async function deleteExpiredRows(
   knex: Knex,
   now: Date,
   signal?: AbortSignal,
-): Promise<{ sessions: number; revocations: number; loginWindows: number; totpWindows: number }> {
+): Promise<{
+  sessions: number;
+  revocations: number;
+  loginWindows: number;
+  totpWindows: number;
+  accountSessions: number;
+}> {
   const totpBefore = new Date(now.getTime() - TOTP_FAILURE_WINDOW_MS);
   return {
     sessions: await drainExpired((limit) => apiSessionsRepository.deleteExpired(knex, now, limit), signal),
@@ -94,6 +104,10 @@ export async function deleteExpiredRows(
     ),
     totpWindows: await drainExpired(
       (limit) => mfaTotpFailuresRepository.deleteEndedWindows(knex, totpBefore, limit),
+      signal,
+    ),
+    accountSessions: await drainExpired(
+      (limit) => accountSessionsRepository.deleteExpired(knex, now, limit),
       signal,
     ),
   };
