@@ -137,7 +137,10 @@ ${signedIn.top}${notice}${errorLine(o.error)}${body}${signedIn.bottom}
 }
 
 /** Signed out: one button that starts the sign-in. */
-export function renderSignInPage(ctx: Context, o: { error?: string; status?: number } = {}): void {
+export function renderSignInPage(
+  ctx: Context,
+  o: { error?: string; status?: number; notice?: string } = {},
+): void {
   sendAccountPage(
     ctx,
     'Your account',

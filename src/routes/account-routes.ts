@@ -153,7 +153,7 @@ export function accountRoutes(deps: RouteDeps): Router {
 
   router.get('/', async (ctx) => {
     const session = await loadSession(ctx);
-    if (!session) return renderSignInPage(ctx, {});
+    if (!session) return renderSignInPage(ctx, { notice: noticeOf(ctx) });
     const identity = await deps.identities.current(session.principal.identityId);
     renderOverviewPage(
       ctx,

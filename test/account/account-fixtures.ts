@@ -1,18 +1,32 @@
-import type { HttpsClient, RequestOptions, TestResponse } from '../helpers/https-client.js';
-import type { TestServer } from '../helpers/test-server.js';
+import { createHttpsClient, type RequestOptions, type TestResponse } from '../helpers/https-client.js';
 
 /**
  * A client that behaves as a browser does for plain pages: it keeps cookies (per host and path,
  * honouring Max-Age/Expires deletions), follows redirects (303 → GET), and sends `Origin` with
  * every POST, as browsers do with form submissions.
  */
-export function browserLike(server: TestServer, baseUrl = server.url) {
-  const client: HttpsClient = server.newClient({}, baseUrl);
-  const jar = new Map<string, string>();
+export function browserLike(o: {
+  baseUrl: string;
+  ca: string;
+  /** Another instance's port, keeping `baseUrl`'s Host (the instances of one deployment). */
+  connectPort?: number;
+  /** The cookies of another browserLike: the same browser, reaching another instance. */
+  jar?: Map<string, string>;
+}) {
+  const { baseUrl } = o;
+  const client = createHttpsClient(baseUrl, {
+    ca: o.ca,
+    ...(o.connectPort ? { connectPort: o.connectPort } : {}),
+  });
+  const jar = o.jar ?? new Map<string, string>();
   const origin = new URL(baseUrl).origin;
+
+  /** Every Set-Cookie line received, in order (attributes included). */
+  const setCookies: string[] = [];
 
   function store(res: TestResponse) {
     for (const line of res.headerAll('set-cookie')) {
+      setCookies.push(line);
       const [pair, ...attrs] = line.split(';').map((s) => s.trim());
       const eq = pair!.indexOf('=');
       const name = pair!.slice(0, eq);
@@ -27,10 +41,10 @@ export function browserLike(server: TestServer, baseUrl = server.url) {
 
   const cookieHeader = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
 
-  async function send(method: string, path: string, o: RequestOptions & { origin?: string | null } = {}) {
+  async function send(method: string, path: string, first: RequestOptions & { origin?: string | null } = {}) {
     let current = new URL(path, baseUrl).toString();
     let m = method;
-    let opts: RequestOptions = o;
+    let opts: RequestOptions = first;
     const visited: string[] = [];
     for (let hop = 0; hop < 15; hop++) {
       const headers: Record<string, string | string[]> = {
@@ -38,7 +52,7 @@ export function browserLike(server: TestServer, baseUrl = server.url) {
         ...opts.headers,
       };
       if (jar.size > 0) headers.cookie = cookieHeader();
-      if (m === 'POST' && o.origin !== null) headers.origin = o.origin ?? origin;
+      if (m === 'POST' && first.origin !== null) headers.origin = first.origin ?? origin;
       const res = await client.request(m, current, { ...opts, headers });
       store(res);
       visited.push(`${m} ${new URL(current).pathname}`);
@@ -60,10 +74,12 @@ export function browserLike(server: TestServer, baseUrl = server.url) {
 
   return {
     jar,
+    setCookies,
     client,
     get: (path: string) => send('GET', path),
-    post: (path: string, form: Record<string, string> = {}, o: { origin?: string | null } = {}) =>
-      send('POST', path, { form, ...o }),
+    post: (path: string, form: Record<string, string> = {}, more: { origin?: string | null } = {}) =>
+      send('POST', path, { form, ...more }),
+    close: () => client.close(),
   };
 }
 
@@ -89,3 +105,7 @@ export async function signIn(browser: BrowserLike, username: string, password: s
 }
 
 export const csrfOf = (html: string) => inputValue(html, 'csrf')!;
+
+/** A browser on a test server's first listener. */
+export const browserOn = (server: { url: string; ca: string }) =>
+  browserLike({ baseUrl: server.url, ca: server.ca });
