@@ -23,7 +23,7 @@ describe('account page sign-in', () => {
   });
   afterAll(() => server.close());
 
-  const rows = () => server.app.knex<SessionRow>('account_sessions').where({ kind: 'session' });
+  const rows = (): Promise<SessionRow[]> => server.app.knex('account_sessions').where({ kind: 'session' });
   const tokensOf = (row: SessionRow) =>
     JSON.parse(box.open(row.tokens_sealed)) as { accessToken: string; refreshToken: string };
 
