@@ -14,6 +14,7 @@ dl.facts dd{margin:0;overflow-wrap:anywhere}
 ul.items{list-style:none;padding:0;margin:0}
 ul.items>li{border:1px solid #c4c4c4;border-radius:4px;padding:.75rem;margin:0 0 .75rem}
 ul.items dl.facts{margin:0}
+ul.items h2{margin-top:0}
 .notice{border-left:4px solid #1b6e2a;padding:.25rem .75rem;margin:0 0 1rem}
 form.signout{margin-top:2rem}
 `;
@@ -116,6 +117,10 @@ export function sendAccountPage(ctx: Context, title: string, body: string, o: Ac
   const script = o.script ? `<script src="${ACCOUNT_SCRIPT_PATH}" defer></script>` : '';
   ctx.status = o.status ?? 200;
   ctx.set('content-security-policy', cspFor(ctx, o.script === true));
+  // Not `no-referrer` (the default of every answer): with it, browsers send `Origin: null` with a
+  // form's POST, and the Origin check of every change would refuse the page's own forms. Other
+  // origins still learn nothing.
+  ctx.set('referrer-policy', 'same-origin');
   ctx.type = 'html';
   ctx.body = `<!DOCTYPE html>
 <html lang="en">
