@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { enrolledUpdbUser, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
+import { createIdp, createPolicy } from '../second-factors/factor-fixtures.js';
 import { browserOn, csrfOf, inputValue, signIn, type BrowserLike } from './account-fixtures.js';
 
 describe('account page: authenticator app, sessions, CSRF', () => {
@@ -122,5 +123,19 @@ describe('account page: authenticator app, sessions, CSRF', () => {
     }
     // Nothing changed: still signed in, no enrollment started.
     expect((await browser.get('/account/totp')).text).toContain('Set up an authenticator app');
+  });
+
+  test('an identity whose policy comes to require an external JWT with every request is signed out', async () => {
+    const { browser, id } = await signedInUser('account-ext-jwt');
+    expect((await browser.get('/account/')).text).toContain('account-ext-jwt');
+    const idp = await createIdp(api, 'account-idp');
+    const policy = await createPolicy(api, 'account-ext-jwt-policy', {
+      secondary: { requireExtJwtSigner: idp.id },
+    });
+    const patched = await api.patch(`/identities/${id}`, { body: { authPolicyId: policy } });
+    expect(patched.status).toBe(200);
+    const after = await browser.get('/account/');
+    expect(after.text).toContain('<form method="post" action="/account/login">');
+    expect(after.text).not.toContain('account-ext-jwt');
   });
 });

@@ -74,6 +74,9 @@ export interface AccountSession {
   authTime: Date | null;
 }
 
+const EXT_JWT_REFUSAL =
+  'your identity’s policy requires an external JWT with every request, which the account page cannot send';
+
 const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
 
 /** The claims of an ID token the provider just handed over in-process (no signature check needed). */
@@ -225,6 +228,12 @@ export function createAccountSessionService(deps: AccountSessionDeps) {
         throw new AppError('ACCOUNT_SIGN_IN_FAILED');
       }
       const principal = await deps.verifyAccessToken(tokens.accessToken, connection);
+      if (principal.requireExtJwtSigner) {
+        // Every request of such an identity must carry a JWT of its signer, which this page has no
+        // way to send: it serves none of them, rather than serve them without it.
+        await deps.endApiSession(principal.identityId, principal.sessionId);
+        throw new AppError('FORBIDDEN', { message: EXT_JWT_REFUSAL });
+      }
       if (previousCookie) await endRow(hashTokenId(previousCookie));
       const cookie = newToken();
       const at = now();
@@ -263,6 +272,11 @@ export function createAccountSessionService(deps: AccountSessionDeps) {
       } catch (err) {
         if (!(err instanceof AppError) || err.status !== 401) throw err;
         // Its API session ended, the identity was disabled or revoked: the page's session ends too.
+        await endRow(row.idHash);
+        return undefined;
+      }
+      if (principal.requireExtJwtSigner) {
+        // The policy came to require a secondary external JWT after the sign-in.
         await endRow(row.idHash);
         return undefined;
       }
