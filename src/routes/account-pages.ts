@@ -284,3 +284,79 @@ export function renderAccountErrorPage(
 }
 
 export { ERROR_ID };
+
+/** A passkey as the page lists it. */
+export interface PasskeyItem {
+  id: string;
+  name: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  backedUp: boolean;
+}
+
+/** Whether this page can add a passkey now: yes, after a fresh sign-in, or not at this address. */
+export type PasskeyAdding =
+  { kind: 'ready' } | { kind: 'reauthenticate' } | { kind: 'unavailable'; reason: string };
+
+export function renderPasskeysPage(
+  ctx: Context,
+  session: PageSession,
+  passkeys: PasskeyItem[],
+  adding: PasskeyAdding,
+  o: { notice?: string; error?: string; invalidField?: string; status?: number } = {},
+): void {
+  const items = passkeys
+    .map((p) => {
+      const nameId = `name-${p.id}`;
+      return `<li><h2>${escapeHtml(p.name)}</h2><dl class="facts">
+<dt>Added</dt><dd>${when(p.createdAt)}</dd>
+<dt>Last used</dt><dd>${p.lastUsedAt ? when(p.lastUsedAt) : 'never'}</dd>
+<dt>Synced</dt><dd>${p.backedUp ? 'yes (backed up by its provider)' : 'no (this device only)'}</dd>
+</dl>${postForm(
+        session,
+        '/account/passkeys/rename',
+        field({
+          id: nameId,
+          label: 'New name',
+          autocomplete: 'off',
+          value: p.name,
+          invalid: o.invalidField === nameId,
+          attributes: 'maxlength="64"',
+        }),
+        'Rename',
+        { secondary: true, hidden: { id: p.id } },
+      )}${postForm(session, '/account/passkeys/remove', '', 'Remove', { secondary: true, hidden: { id: p.id } })}</li>`;
+    })
+    .join('\n');
+  const list = passkeys.length > 0 ? `<ul class="items">${items}</ul>` : '<p>You have no passkeys yet.</p>';
+  let add: string;
+  if (adding.kind === 'unavailable') {
+    add = `<p>Passkeys cannot be added at this address: ${escapeHtml(adding.reason)}.</p>`;
+  } else if (adding.kind === 'reauthenticate') {
+    add = `<p>Adding a passkey needs a recent sign-in (within the last five minutes). Sign in again to continue.</p>
+<form method="post" action="/account/login"><input type="hidden" name="returnTo" value="/account/passkeys"><button type="submit">Sign in again</button></form>`;
+  } else {
+    add = `<p>A passkey signs you in with your device’s screen lock or a security key instead of a password.</p>
+<div id="add-passkey-status" role="status" aria-live="polite"></div>
+${postForm(
+  session,
+  '/account/passkeys/add',
+  field({
+    id: 'passkey-name',
+    label: 'Name of the new passkey',
+    autocomplete: 'off',
+    hint: 'For example the device it is on.',
+    attributes: 'maxlength="64"',
+  }),
+  'Add a passkey',
+).replace('<form ', '<form id="add-passkey" ')}`;
+  }
+  sendAccountPage(
+    ctx,
+    'Passkeys',
+    `${list}
+<h2>Add a passkey</h2>
+${add}`,
+    { session, current: 'passkeys', script: adding.kind === 'ready', ...o },
+  );
+}
