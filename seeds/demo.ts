@@ -19,7 +19,7 @@ const demoPolicy: AuthPolicyInput = {
     ...FRESH_DEFAULT_POLICY.primary,
     updb: { ...FRESH_DEFAULT_POLICY.primary.updb, maxAttempts: 5, lockoutDurationMinutes: 5 },
   },
-  secondary: { requireTotp: true, requireExtJwt: null },
+  secondary: { requireTotp: true, requireExtJwt: null, requirePasskey: false },
 };
 
 /** Demo data for local trials: a policy requiring TOTP and two password users. Idempotent. */

@@ -43,6 +43,8 @@ import { createIdentityView } from './services/identity-view.js';
 import { startJanitor } from './services/janitor.js';
 import { createLegacyPrincipals } from './services/legacy-principals.js';
 import { createTotpService } from './services/mfa/totp-service.js';
+import { createPasskeyService } from './services/passkeys/passkey-service.js';
+import { createWebauthnSettings } from './services/passkeys/webauthn-settings.js';
 import type { PkiMaterial } from './services/pki-service.js';
 import { createPolicyService } from './services/policy-service.js';
 import { createRevocationService } from './services/revocation-service.js';
@@ -174,6 +176,16 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     audit,
   });
   const totp = createTotpService({ knex, box, issuer: edge.totp.issuer, changes: revocations, audit });
+  // Passkeys belong to the names browsers reach the login pages and the Edge APIs by.
+  const webauthn = createWebauthnSettings({
+    rpId: config.webauthn.rpId,
+    origins: config.webauthn.origins,
+    addresses: listeners
+      .filter((l) => l.apis.has('edge-client') || l.apis.has('edge-oidc'))
+      .flatMap((l) => l.addresses),
+    trustedTls: config.tls.cert !== undefined,
+  });
+  const passkeys = createPasskeyService({ knex, rpName: edge.totp.issuer, changes: revocations, audit });
   return {
     audit,
     sessions,
@@ -195,6 +207,8 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     authenticators,
     enroll,
     totp,
+    webauthn,
+    passkeys,
   };
 }
 
@@ -298,6 +312,8 @@ function createRouteDeps(
     passwordMethod: services.passwordMethod,
     principals,
     totp: services.totp,
+    passkeys: services.passkeys,
+    webauthn: services.webauthn,
     identities: services.identities,
     enrollments: services.enrollments,
     authenticators: services.authenticators,
@@ -355,6 +371,9 @@ export async function compose(deps: ComposeDeps) {
     sessions: services.sessions,
     revocations: services.revocations,
     totp: services.totp,
+    /** Passkeys (WebAuthn) and the site their ceremonies run for. */
+    passkeys: services.passkeys,
+    webauthn: services.webauthn,
     extJwtMethod: services.extJwtMethod,
     /** The OIDC provider; absent without an `edge` section. */
     oidc: oidcPart?.oidc,

@@ -339,6 +339,32 @@ export const configSchema = z.object({
         'PEM files. Unset: a PKI generated on first start, kept in the database (copies of its PEM ' +
         'files in $SVC_DATA_DIR/pki/).',
     }),
+  webauthn: z
+    .object({
+      rpId: z
+        .string()
+        .min(1)
+        .regex(/^[A-Za-z0-9.-]+$/, 'must be a DNS name')
+        .optional()
+        .meta({
+          description:
+            'Passkeys (WebAuthn, an extension beyond the service specification): the relying party id, ' +
+            'the DNS name passkeys belong to. Every origin must be this name or under it, and a name other ' +
+            'than localhost needs tls.cert (a certificate browsers trust). Changing it later orphans the ' +
+            'passkeys registered before.',
+          unset: 'the DNS name of the first bind point that has one (localhost by default)',
+          examples: ['example.com'],
+        }),
+      origins: stringList.optional().meta({
+        description:
+          'Origins (https://host[:port], comma-separated in the variable) whose pages may register and ' +
+          'use passkeys.',
+        unset: 'every bind point under webauthn.rpId, as https://host:port (no :443)',
+        examples: [['https://login.example.com']],
+      }),
+    })
+    .prefault({})
+    .meta({ title: 'passkeys (WebAuthn)' }),
   pki: z
     .object({
       signingCert: z

@@ -71,6 +71,8 @@ const SCALAR_PATHS = [
   'pki.signingCert',
   'pki.signingKey',
   'pki.trustDomain',
+  'webauthn.rpId',
+  'webauthn.origins',
 ];
 
 export const envNameOf = (path: string) =>

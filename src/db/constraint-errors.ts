@@ -95,6 +95,12 @@ const CONSTRAINTS: Record<string, Answers> = {
   },
   mfa_totp__identity_id_fk: { missing: identityGone },
   mfa_recovery_codes__identity_id_fk: { missing: identityGone },
+  passkeys__credential_id_unique: {
+    unique: { code: 'CONFLICT', field: 'response', reason: 'this passkey is already registered' },
+  },
+  passkeys__identity_id_fk: { missing: identityGone },
+  webauthn_user_handles__identity_id_fk: { missing: identityGone },
+  webauthn_challenges__identity_id_fk: { missing: identityGone },
 };
 
 function answerFor(err: unknown, removes: boolean): ConstraintAnswer | undefined {

@@ -24,10 +24,19 @@ export const errorCatalog = {
   },
   CANNOT_DELETE_DEFAULT_ADMIN: { status: 400, message: 'the default admin cannot be deleted' },
   INVALID_AUTH: { status: 401, message: 'the authentication request failed' },
+  PASSKEY_REGISTRATION_FAILED: {
+    status: 400,
+    message: 'the passkey response could not be verified; request new options and try again',
+  },
   UNAUTHORIZED: {
     status: 401,
     message:
       'the request could not be completed: the session is not authorized or the credentials are invalid',
+  },
+  REAUTHENTICATION_REQUIRED: {
+    status: 403,
+    message:
+      'this change needs a recent sign-in: sign in again, or send the password (`password`) or a TOTP code (`code`) with the request',
   },
   FORBIDDEN: { status: 403, message: 'the supplied session does not have the correct access rights' },
   ACCOUNT_SIGN_IN_REQUIRED: { status: 401, message: 'sign in to the account page first' },
@@ -47,6 +56,10 @@ export const errorCatalog = {
   METHOD_NOT_ALLOWED: { status: 405, message: 'the method is not allowed on this resource' },
   NOT_ACCEPTABLE: { status: 406, message: 'none of the requested media types can be produced' },
   CONFLICT: { status: 409, message: 'the resource conflicts with an existing one' },
+  PASSKEYS_UNAVAILABLE: {
+    status: 409,
+    message: 'passkeys are not available at this address',
+  },
   MFA_EXISTS: { status: 409, message: 'an MFA configuration already exists or is in progress' },
   REQUEST_ENTITY_TOO_LARGE: { status: 413, message: 'the request body is larger than 1 MiB' },
   UNSUPPORTED_MEDIA_TYPE: {

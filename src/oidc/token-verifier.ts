@@ -199,6 +199,8 @@ export function createTokenVerifier(deps: TokenVerifierDeps) {
         sessionId: claims.z_asid,
         kind: 'oidc',
         expiresAt: new Date(claims.exp * 1000),
+        // Every access token of ours carries the login's auth_time; one without it counts as old.
+        authTime: new Date(typeof claims.auth_time === 'number' ? claims.auth_time * 1000 : 0),
         amr,
         configTypes: Array.isArray(claims.z_ct) ? claims.z_ct : [],
         isCertExtendable: claims.z_ice === true,

@@ -1,4 +1,5 @@
 import { clientApiSessionEndingRoutes } from './api-session-ending-paths.js';
+import { passkeyRoutes } from './passkey-paths.js';
 import { listEnvelope } from './components.js';
 import { ref, type JsonSchema } from './json-schema.js';
 import { buildDocument, type RouteDoc } from './operations.js';
@@ -243,6 +244,12 @@ export function clientSpec(): JsonSchema {
         '`{"data","meta"}`; errors: `{"error":{"code","message","cause?","requestId"},"meta":{"apiVersion"}}`.',
       basePath: '/edge/client/v1',
     },
-    [...sessionRoutes('client'), ...sessionAndMfa, ...clientApiSessionEndingRoutes(), ...enroll],
+    [
+      ...sessionRoutes('client'),
+      ...sessionAndMfa,
+      ...passkeyRoutes(),
+      ...clientApiSessionEndingRoutes(),
+      ...enroll,
+    ],
   );
 }

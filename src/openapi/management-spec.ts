@@ -30,7 +30,8 @@ function identityRoutes(): RouteDoc[] {
       replace: conflict,
       patch: conflict,
       delete: {
-        description: 'Removes its sessions, authenticators, enrollments and TOTP; its tokens stop working.',
+        description:
+          'Removes its sessions, authenticators, enrollments, TOTP and passkeys; its tokens stop working.',
         errors: ['CANNOT_DELETE_DEFAULT_ADMIN'],
       },
     },
@@ -55,7 +56,12 @@ function identityRoutes(): RouteDoc[] {
     ...Object.values(c),
     action('post', '/identities/:id/disable', 'disableIdentity', 'Disable an identity', 'IdentityDisable'),
     action('post', '/identities/:id/enable', 'enableIdentity', 'Enable a disabled or locked identity'),
-    action('delete', '/identities/:id/mfa', 'resetIdentityMfa', "Remove an identity's TOTP configuration"),
+    action(
+      'delete',
+      '/identities/:id/mfa',
+      'resetIdentityMfa',
+      "Remove an identity's TOTP configuration and passkeys; its sessions end (cause mfa-reset)",
+    ),
   ];
 }
 

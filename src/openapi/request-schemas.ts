@@ -21,6 +21,11 @@ import {
   identityReplaceSchema,
 } from '../schemas/identity-schemas.js';
 import { mfaCodeSchema, optionalMfaCodeSchema } from '../schemas/mfa-schemas.js';
+import {
+  passkeyOptionsSchema,
+  passkeyRegisterSchema,
+  passkeyRenameSchema,
+} from '../schemas/passkey-schemas.js';
 import { POLICY_IGNORED_MEMBERS, policyCreateSchema, policyPatchSchema } from '../schemas/policy-schemas.js';
 import { SIGNER_IGNORED_MEMBERS, signerCreateSchema, signerPatchSchema } from '../schemas/signer-schemas.js';
 import { fromZod, type JsonSchema } from './json-schema.js';
@@ -65,6 +70,17 @@ export const requestSchemas: Record<string, JsonSchema> = {
   OptionalMfaCode: fromZod(optionalMfaCodeSchema, {
     code: 'Required to remove a verified configuration (or the `mfa-validation-code` header).',
   }),
+  PasskeyOptionsBody: fromZod(passkeyOptionsSchema, {
+    password: 'The password, when the sign-in is older than 5 minutes.',
+    code: 'Or a TOTP or recovery code, when the sign-in is older than 5 minutes.',
+  }),
+  PasskeyRegister: fromZod(passkeyRegisterSchema, {
+    name: 'What the person calls the passkey (one line, up to 64 characters).',
+    response: 'The RegistrationResponseJSON of navigator.credentials.create (PublicKeyCredential.toJSON()).',
+    password: 'The password, when the sign-in is older than 5 minutes.',
+    code: 'Or a TOTP or recovery code, when the sign-in is older than 5 minutes.',
+  }),
+  PasskeyRename: fromZod(passkeyRenameSchema, { name: 'The new name.' }),
   EnrollUpdb: fromZod(enrollUpdbSchema, { token: 'Or the `token` query parameter.' }),
   EnrollOtt: fromZod(enrollOttSchema, { clientCsr: 'A PEM certificate signing request.' }),
   EnrollToken: fromZod(enrollTokenSchema, { token: 'Or the `token` query parameter.' }),

@@ -22,6 +22,12 @@ import {
 } from '../schemas/mfa-views.js';
 import { authPolicyViewSchema } from '../schemas/policy-views.js';
 import {
+  passkeyCreatedSchema,
+  passkeyCreationOptionsSchema,
+  passkeyOptionsSchema,
+  passkeySchema,
+} from '../schemas/passkey-views.js';
+import {
   apiSessionDetailSchema,
   apiSessionSchema,
   authQuerySchema,
@@ -56,6 +62,10 @@ const views: Record<string, z.ZodType> = {
   TotpDetail: totpDetailSchema,
   RecoveryCodesRemaining: recoveryCodesRemainingSchema,
   RecoveryCodes: recoveryCodesSchema,
+  Passkey: passkeySchema,
+  PasskeyCreated: passkeyCreatedSchema,
+  PasskeyOptions: passkeyOptionsSchema,
+  PasskeyCreationOptions: passkeyCreationOptionsSchema,
   EnrolledCertificate: enrolledCertificateSchema,
 };
 

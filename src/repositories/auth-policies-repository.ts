@@ -30,8 +30,11 @@ export interface AuthPolicy {
       lockoutDurationMinutes: number;
     };
     extJwt: { allowed: boolean; allowedSigners: string[] };
+    /** A passkey alone (passwordless, with user verification) may sign in. */
+    passkey: { allowed: boolean };
   };
-  secondary: { requireTotp: boolean; requireExtJwt: string | null };
+  /** `requirePasskey`: a passkey is owed as a second factor. */
+  secondary: { requireTotp: boolean; requireExtJwt: string | null; requirePasskey: boolean };
   sessions: SessionLimit;
   createdAt: Date;
   updatedAt: Date;
@@ -55,6 +58,8 @@ interface AuthPolicyRow {
   ext_jwt_allowed: boolean;
   secondary_require_totp: boolean;
   secondary_require_ext_jwt_signer_id: string | null;
+  secondary_require_passkey: boolean;
+  primary_passkey_allowed: boolean;
   sessions_max: number;
   sessions_on_limit: SessionLimitAction;
   created_at: Date;
@@ -82,8 +87,13 @@ const toPolicy = (r: AuthPolicyRow, allowedSigners: string[]): AuthPolicy => ({
       lockoutDurationMinutes: r.updb_lockout_duration_minutes,
     },
     extJwt: { allowed: r.ext_jwt_allowed, allowedSigners },
+    passkey: { allowed: r.primary_passkey_allowed },
   },
-  secondary: { requireTotp: r.secondary_require_totp, requireExtJwt: r.secondary_require_ext_jwt_signer_id },
+  secondary: {
+    requireTotp: r.secondary_require_totp,
+    requireExtJwt: r.secondary_require_ext_jwt_signer_id,
+    requirePasskey: r.secondary_require_passkey,
+  },
   sessions: { max: r.sessions_max, onLimit: r.sessions_on_limit },
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -104,6 +114,8 @@ const toRow = (p: AuthPolicyInput) => ({
   ext_jwt_allowed: p.primary.extJwt.allowed,
   secondary_require_totp: p.secondary.requireTotp,
   secondary_require_ext_jwt_signer_id: p.secondary.requireExtJwt,
+  secondary_require_passkey: p.secondary.requirePasskey,
+  primary_passkey_allowed: p.primary.passkey.allowed,
   sessions_max: p.sessions.max,
   sessions_on_limit: p.sessions.onLimit,
 });

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { sendData, sendEmpty, sendList } from '../errors/envelope.js';
-import { authenticate } from '../middleware/authenticate.js';
+import { authenticate, principalOf } from '../middleware/authenticate.js';
 import { parseBody } from '../middleware/parse-body.js';
 import { parseAuthenticatorList } from '../schemas/authenticator-schemas.js';
 import { pathId } from './path-id.js';
@@ -22,7 +22,7 @@ export function authenticatorRoutes(router: Router, deps: RouteDeps): void {
   });
 
   router.delete('/authenticators/:id', admin, parseBody(), async (ctx: Context) => {
-    await authenticators.delete(pathId(ctx));
+    await authenticators.delete(pathId(ctx), principalOf(ctx).identityId);
     sendEmpty(ctx);
   });
 }

@@ -4,6 +4,7 @@ import { rateLimit } from '../middleware/rate-limit.js';
 import { checkQuery } from '../middleware/check-input.js';
 import { authenticateRoutes, currentIdentityRoutes, currentSessionRoutes } from './authenticate-routes.js';
 import { mfaRoutes } from './mfa-routes.js';
+import { passkeyRoutes } from './passkey-routes.js';
 import { identityRoutes } from './identity-routes.js';
 import { enrollmentRoutes } from './enrollment-routes.js';
 import { authenticatorRoutes } from './authenticator-routes.js';
@@ -27,6 +28,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   ownApiSessionRoutes(client, deps);
   ownApiSessionEndingRoutes(client, deps);
   mfaRoutes(client, deps);
+  passkeyRoutes(client, deps);
   enrollRoutes(client, deps);
   publicSignerRoutes(client, deps);
   specRoutes(client, 'client');

@@ -3,6 +3,8 @@ import type { PrincipalResolver } from '../middleware/authenticate.js';
 import type { SessionService } from '../services/session-service.js';
 import type { PasswordMethod } from '../services/auth/password-method.js';
 import type { TotpService } from '../services/mfa/totp-service.js';
+import type { PasskeyService } from '../services/passkeys/passkey-service.js';
+import type { WebauthnSettings } from '../services/passkeys/webauthn-settings.js';
 import type { IdentityService } from '../services/identity-service.js';
 import type { EnrollmentService } from '../services/enrollment-service.js';
 import type { AuthenticatorService } from '../services/authenticator-service.js';
@@ -35,6 +37,10 @@ export interface RouteDeps {
   principals: PrincipalResolver;
   /** TOTP enrollment and verification, for the self-service MFA endpoints. */
   totp: TotpService;
+  /** Passkeys (WebAuthn): registration, the owner's list, assertions. */
+  passkeys: PasskeyService;
+  /** The WebAuthn site (rpId, origins) and whether a request's host can use passkeys. */
+  webauthn: WebauthnSettings;
   identities: IdentityService;
   enrollments: EnrollmentService;
   authenticators: AuthenticatorService;

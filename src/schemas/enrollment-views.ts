@@ -18,7 +18,12 @@ export const enrollmentViewSchema = z.object({
 export const authenticatorViewSchema = z.object({
   id: z.string(),
   identityId: z.string(),
-  method: z.enum(['updb', 'cert']),
+  method: z.enum(['updb', 'cert', 'passkey']),
+  name: z
+    .string()
+    .optional()
+    .describe("A passkey's name (passkeys are an extension beyond the specification)."),
+  lastUsedAt: instant.nullable().optional().describe("A passkey's last use at a login."),
   username: z.string().nullable().optional(),
   fingerprint: z.string().nullable().optional(),
   certPem: z.string().nullable().optional(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { IDENTITY_PERMISSIONS, IDENTITY_TYPES } from './identity-schemas.js';
-import { instant, stringList, timestamps } from './view-fields.js';
+import { count, instant, stringList, timestamps } from './view-fields.js';
 
 /** An open enrollment as the identity detail shows it, under its method. */
 const identityEnrollmentSchema = z.object({
@@ -45,6 +45,9 @@ export const identityDetailSchema = z.object({
   disabled: z.boolean(),
   disabledUntil: instant.nullable(),
   isMfaEnabled: z.boolean(),
+  passkeyCount: count.describe(
+    'Passkeys (WebAuthn) the identity registered; an extension beyond the specification.',
+  ),
   hasApiSession: z.boolean(),
   authenticators: identityAuthenticatorsSchema,
   enrollment: identityEnrollmentsSchema,

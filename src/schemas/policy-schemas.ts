@@ -40,6 +40,7 @@ const primary = z
       .object({ allowed: bool, allowedSigners: stringList(100) })
       .strict()
       .optional(),
+    passkey: z.object({ allowed: bool }).strict().optional(),
   })
   .strict()
   .optional();
@@ -50,7 +51,12 @@ const primary = z
  * input, and when both are given they must name the same signer.
  */
 const secondary = z
-  .object({ requireTotp: bool, requireExtJwt: signerRef, requireExtJwtSigner: signerRef })
+  .object({
+    requireTotp: bool,
+    requireExtJwt: signerRef,
+    requireExtJwtSigner: signerRef,
+    requirePasskey: bool,
+  })
   .strict()
   .optional()
   .transform((s, ctx) => {

@@ -26,8 +26,19 @@ export const authPolicyViewSchema = z.object({
       lockoutDurationMinutes: count,
     }),
     extJwt: z.object({ allowed: z.boolean(), allowedSigners: stringList }),
+    passkey: z.object({
+      allowed: z
+        .boolean()
+        .describe(
+          'A passkey with user verification signs in alone, without a password (passkeys are an extension beyond the specification).',
+        ),
+    }),
   }),
-  secondary: z.object({ requireTotp: z.boolean(), requireExtJwt: z.string().nullable() }),
+  secondary: z.object({
+    requireTotp: z.boolean(),
+    requireExtJwt: z.string().nullable(),
+    requirePasskey: z.boolean().describe('A passkey is owed as a second factor at every login.'),
+  }),
   sessions: z.object({
     max: count.describe('The most fully authenticated API sessions an identity holds at once; 0: no limit.'),
     onLimit: z

@@ -5,15 +5,31 @@ import type { Db } from '../db/create-database.js';
 import { mapPage, type ListQuery } from '../db/list-query.js';
 import { inTransaction, RETRY_DEADLOCKS, type AfterCommit } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
+import {
+  authenticatorListRepository,
+  type ListedAuthenticator,
+} from '../repositories/authenticator-list-repository.js';
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
+import { passkeysRepository, type Passkey } from '../repositories/passkeys-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import { blockCertificatesOf } from './certificate-blocks.js';
 import type { AuthenticatorView } from '../schemas/enrollment-views.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
 
-/** What the management API shows of an authenticator: never the password hash. */
-export function authenticatorView(a: Authenticator): AuthenticatorView {
+/** What the management API shows of an authenticator: never the password hash nor a passkey's key. */
+export function authenticatorView(a: ListedAuthenticator): AuthenticatorView {
+  if (a.method === 'passkey') {
+    return {
+      id: a.id,
+      identityId: a.identityId,
+      method: 'passkey',
+      name: a.passkeyName,
+      lastUsedAt: a.lastUsedAt?.toISOString() ?? null,
+      createdAt: a.createdAt.toISOString(),
+      updatedAt: a.updatedAt.toISOString(),
+    };
+  }
   return {
     id: a.id,
     identityId: a.identityId,
@@ -57,7 +73,25 @@ function thumbprintsOf(authenticators: Authenticator[]): Set<string> {
   return thumbprints;
 }
 
-/** `/authenticators`: list, detail, delete. */
+/** A passkey as an entry of `/authenticators`. */
+const listedPasskey = (p: Passkey): ListedAuthenticator => ({
+  id: p.id,
+  identityId: p.identityId,
+  method: 'passkey',
+  username: null,
+  passwordHash: null,
+  certFingerprint: null,
+  certTbsSha256: null,
+  certPem: null,
+  caId: null,
+  isExtendable: false,
+  createdAt: p.createdAt,
+  updatedAt: p.lastUsedAt ?? p.createdAt,
+  passkeyName: p.name,
+  lastUsedAt: p.lastUsedAt,
+});
+
+/** `/authenticators`: list, detail, delete; passkeys are listed and deleted here too. */
 export function createAuthenticatorService({
   knex,
   changes,
@@ -70,15 +104,32 @@ export function createAuthenticatorService({
   // Until the OIDC part registers its own there are no OIDC sessions to end.
   let endBoundSessions: BoundSessionEnder = async () => {};
 
+  /** An admin removes a passkey: it goes like any authenticator, audited as `passkey.removed`. */
+  async function deletePasskey(trx: Db, afterCommit: AfterCommit, id: string, actorId?: string) {
+    const removed = await passkeysRepository.delete(trx, id);
+    if (!removed) throw new AppError('NOT_FOUND');
+    await changes.identityChanged(trx, afterCommit, removed.identityId);
+    audit.recordAfterCommit(afterCommit, {
+      event: 'passkey.removed',
+      identityId: removed.identityId,
+      passkeyId: id,
+      ...(actorId === undefined ? {} : { actorId }),
+    });
+  }
+
   return {
     async list(q: ListQuery) {
-      return mapPage(await authenticatorsRepository.list(knex, q), (items) => items.map(authenticatorView));
+      return mapPage(await authenticatorListRepository.list(knex, q), (items) =>
+        items.map(authenticatorView),
+      );
     },
 
     async get(id: string) {
       const authenticator = await authenticatorsRepository.findById(knex, id);
-      if (!authenticator) throw new AppError('NOT_FOUND');
-      return authenticatorView(authenticator);
+      if (authenticator) return authenticatorView(authenticator);
+      const passkey = await passkeysRepository.findById(knex, id);
+      if (!passkey) throw new AppError('NOT_FOUND');
+      return authenticatorView(listedPasskey(passkey));
     },
 
     /**
@@ -86,12 +137,12 @@ export function createAuthenticatorService({
      * (RFC 8705 §3): a re-enrolled or stolen device must log in again, and its old tokens are
      * refused on every instance even over a connection presenting the old certificate.
      */
-    async delete(id: string): Promise<void> {
+    async delete(id: string, actorId?: string): Promise<void> {
       await inTransaction(
         knex,
         async (trx, afterCommit) => {
           const deleted = await authenticatorsRepository.delete(trx, id);
-          if (!deleted) throw new AppError('NOT_FOUND');
+          if (!deleted) return deletePasskey(trx, afterCommit, id, actorId);
           // Without the block the same device could auto-enroll as a new identity at once.
           const identity = await identitiesRepository.findById(trx, deleted.identityId);
           if (identity) await blockCertificatesOf(trx, afterCommit, identity, [deleted], audit);

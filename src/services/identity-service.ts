@@ -9,6 +9,7 @@ import { authenticatorsRepository } from '../repositories/authenticators-reposit
 import { authPoliciesRepository } from '../repositories/auth-policies-repository.js';
 import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
 import { mfaRecoveryCodesRepository } from '../repositories/mfa-recovery-codes-repository.js';
+import { passkeysRepository } from '../repositories/passkeys-repository.js';
 import {
   identitiesRepository,
   roleAttributesRepository,
@@ -173,8 +174,8 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     patch: (id: string, input: IdentityPatchInput) => update(id, input),
 
     /**
-     * API sessions, role attributes, authenticators, enrollments and TOTP configuration
-     * go with the row (ON DELETE CASCADE, migrations 001/002); policies, signers and CAs stay.
+     * API sessions, role attributes, authenticators, enrollments, TOTP configuration and passkeys
+     * go with the row (ON DELETE CASCADE, migrations 001/002/020); policies, signers and CAs stay.
      * Certificates of 3rd-party CAs are blocked from auto CA enrollment first.
      */
     async delete(id: string): Promise<void> {
@@ -215,16 +216,17 @@ export function createIdentityService(deps: IdentityServiceDeps) {
     },
 
     /**
-     * Admin TOTP reset (`DELETE /identities/{id}/mfa`): the configuration and its recovery codes
-     * go and the identity's sessions end; it enrolls again at its next login.
+     * Admin MFA reset (`DELETE /identities/{id}/mfa`): the TOTP configuration, its recovery codes
+     * and every passkey go and the identity's sessions end; it enrolls again at its next login.
      */
     async resetMfa(id: string): Promise<void> {
       await inTransaction(knex, async (trx, afterCommit) => {
         await lockIdentity(trx, id);
         await mfaRecoveryCodesRepository.deleteAll(trx, id);
         await mfaTotpRepository.delete(trx, id);
+        const passkeys = await passkeysRepository.deleteAllOfIdentity(trx, id);
         await revocations.revokeIdentity(trx, id, { afterCommit, cause: 'mfa-reset' });
-        audit.recordAfterCommit(afterCommit, { event: 'identity.mfa-reset', identityId: id });
+        audit.recordAfterCommit(afterCommit, { event: 'identity.mfa-reset', identityId: id, passkeys });
       });
     },
   };

@@ -3,6 +3,7 @@ import type { Identity } from '../repositories/identities-repository.js';
 import { roleAttributesRepository } from '../repositories/identities-repository.js';
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
 import { mfaTotpRepository } from '../repositories/mfa-totp-repository.js';
+import { passkeysRepository } from '../repositories/passkeys-repository.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { enrollmentsRepository, type Enrollment } from '../repositories/enrollments-repository.js';
 import type { EnrollmentTokens, OpenEnrollment } from './enrollment-tokens.js';
@@ -69,6 +70,8 @@ export interface IdentityFacts {
   authenticators: Authenticator[];
   enrollments: Enrollment[];
   isMfaEnabled: boolean;
+  /** How many passkeys the identity has registered. */
+  passkeyCount: number;
   /** The latest expiry among the identity's API sessions at reading time (epoch ms; 0: none). */
   sessionsUntil: number;
   /** The enrollment part, signed once when first shown. */
@@ -79,11 +82,12 @@ export interface IdentityFacts {
 export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new Date() }: IdentityViewDeps) {
   async function factsOf(db: Db, identities: Identity[]): Promise<IdentityFacts[]> {
     const ids = identities.map((i) => i.id);
-    const [roles, authenticators, enrollments, mfa, sessions] = await Promise.all([
+    const [roles, authenticators, enrollments, mfa, passkeys, sessions] = await Promise.all([
       roleAttributesRepository.listFor(db, ids),
       authenticatorsRepository.listFor(db, ids),
       enrollmentsRepository.listFor(db, ids),
       mfaTotpRepository.verifiedAmong(db, ids),
+      passkeysRepository.countAmong(db, ids),
       apiSessionsRepository.activeUntilAmong(db, ids, now()),
     ]);
     return identities.map((identity) => ({
@@ -92,6 +96,7 @@ export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new 
       authenticators: authenticators.filter((a) => a.identityId === identity.id),
       enrollments: enrollments.filter((e) => e.identityId === identity.id),
       isMfaEnabled: mfa.has(identity.id),
+      passkeyCount: passkeys.get(identity.id) ?? 0,
       sessionsUntil: sessions.get(identity.id)?.getTime() ?? 0,
     }));
   }
@@ -117,6 +122,7 @@ export function createIdentityView({ signEnrollmentJwt, tokens, now = () => new 
       disabled: isDisabled(i, now()),
       disabledUntil: i.disabledUntil?.toISOString() ?? null,
       isMfaEnabled: facts.isMfaEnabled,
+      passkeyCount: facts.passkeyCount,
       hasApiSession: facts.sessionsUntil > now().getTime(),
       authenticators: authenticatorsView(facts.authenticators),
       enrollment,

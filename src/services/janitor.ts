@@ -6,6 +6,7 @@ import { apiSessionsRepository } from '../repositories/api-sessions-repository.j
 import { revocationsRepository } from '../repositories/revocations-repository.js';
 import { loginFailuresRepository } from '../repositories/login-failures-repository.js';
 import { mfaTotpFailuresRepository } from '../repositories/mfa-totp-failures-repository.js';
+import { webauthnChallengesRepository } from '../repositories/webauthn-challenges-repository.js';
 import { TOTP_FAILURE_WINDOW_MS } from './mfa/totp-attempts.js';
 
 const EVERY_MS = 60_000;
@@ -75,8 +76,8 @@ export function runJanitor(
 }
 
 /**
- * Deletes expired API sessions, revocations, ended failure windows and account page sessions, one
- * instance at a time.
+ * Deletes expired API sessions, revocations, ended failure windows, passkey challenges never
+ * answered and account page sessions, one instance at a time.
  */
 export function startJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => Promise<void> {
   return runJanitor((signal) => deleteExpiredRows(knex, new Date(), signal), lock, logger, 'expired rows');
@@ -92,6 +93,7 @@ export async function deleteExpiredRows(
   revocations: number;
   loginWindows: number;
   totpWindows: number;
+  webauthnChallenges: number;
   accountSessions: number;
 }> {
   const totpBefore = new Date(now.getTime() - TOTP_FAILURE_WINDOW_MS);
@@ -104,6 +106,10 @@ export async function deleteExpiredRows(
     ),
     totpWindows: await drainExpired(
       (limit) => mfaTotpFailuresRepository.deleteEndedWindows(knex, totpBefore, limit),
+      signal,
+    ),
+    webauthnChallenges: await drainExpired(
+      (limit) => webauthnChallengesRepository.deleteExpired(knex, now, limit),
       signal,
     ),
     accountSessions: await drainExpired(

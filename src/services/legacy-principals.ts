@@ -32,6 +32,7 @@ export function createLegacyPrincipals({
       sessionId: session.id,
       kind: 'legacy',
       expiresAt: session.expiresAt,
+      authTime: session.createdAt,
       amr: session.amr,
       configTypes: session.configTypes,
       isCertExtendable: session.isCertExtendable,

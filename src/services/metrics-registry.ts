@@ -18,8 +18,8 @@ const bounded = (allowed: readonly string[]) => {
   const set = new Set(allowed);
   return (value: unknown) => (typeof value === 'string' && set.has(value) ? value : 'other');
 };
-const loginMethod = bounded(['password', 'cert', 'ext-jwt']);
-const secondFactorMethod = bounded(['totp', 'ext-jwt', 'recovery-code']);
+const loginMethod = bounded(['password', 'cert', 'ext-jwt', 'passkey']);
+const secondFactorMethod = bounded(['totp', 'ext-jwt', 'recovery-code', 'passkey']);
 const outcome = bounded(['success', 'failure', 'lockout']);
 const grantType = bounded([
   'authorization_code',
@@ -77,6 +77,26 @@ export function createMetricsRegistry() {
     labelNames: ['method', 'outcome'] as const,
     registers,
   });
+  const passkeyRegistrations = new Counter({
+    name: 'svc_passkey_registrations_total',
+    help: 'Passkey registrations (an extension beyond the specification), by outcome (success, failure).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const passkeyAssertions = new Counter({
+    name: 'svc_passkey_assertions_total',
+    help:
+      'Passkey assertions at a login, by purpose (passwordless, second-factor) and outcome (success, ' +
+      'failure, lockout, clone-suspected: a signature counter that did not grow).',
+    labelNames: ['purpose', 'outcome'] as const,
+    registers,
+  });
+  const passkeyOutcome = bounded(['success', 'failure', 'lockout', 'clone-suspected']);
+  const passkeyPurpose = bounded(['passwordless', 'second-factor']);
+  /** A login decision made with a passkey also counts as a passkey assertion of that purpose. */
+  const countPasskey = (e: AuditEvent, purpose: string) => {
+    if (e.method === 'passkey') passkeyAssertions.inc({ purpose, outcome: passkeyOutcome(e.outcome) });
+  };
   const revocationsPublished = new Counter({
     name: 'svc_revocations_published_total',
     help: 'Revocations this process wrote to the change feed.',
@@ -121,9 +141,19 @@ export function createMetricsRegistry() {
 
   /** The audit events that are counted; every other event is only logged. */
   const auditCounters: Record<string, (e: AuditEvent) => void> = {
-    'auth.login': (e) => logins.inc({ method: loginMethod(e.method), outcome: outcome(e.outcome) }),
-    'auth.second-factor': (e) =>
-      secondFactors.inc({ method: secondFactorMethod(e.method), outcome: outcome(e.outcome) }),
+    'auth.login': (e) => {
+      logins.inc({ method: loginMethod(e.method), outcome: outcome(e.outcome) });
+      countPasskey(e, 'passwordless');
+    },
+    'auth.second-factor': (e) => {
+      secondFactors.inc({ method: secondFactorMethod(e.method), outcome: outcome(e.outcome) });
+      countPasskey(e, 'second-factor');
+    },
+    'passkey.registered': () => passkeyRegistrations.inc({ outcome: 'success' }),
+    'passkey.registration-failed': () => passkeyRegistrations.inc({ outcome: 'failure' }),
+    // Besides the failure the login records for the same attempt.
+    'passkey.clone-suspected': (e) =>
+      passkeyAssertions.inc({ purpose: passkeyPurpose(e.purpose), outcome: 'clone-suspected' }),
     'revocation.published': () => revocationsPublished.inc(),
     'revocation.received': () => revocationsReceived.inc(),
     'key.rotated': () => keyRotations.inc(),

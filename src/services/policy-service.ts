@@ -37,8 +37,9 @@ export const FRESH_DEFAULT_POLICY: Omit<AuthPolicyInput, 'name'> = {
       lockoutDurationMinutes: 0,
     },
     extJwt: { allowed: false, allowedSigners: [] },
+    passkey: { allowed: true },
   },
-  secondary: { requireTotp: false, requireExtJwt: null },
+  secondary: { requireTotp: false, requireExtJwt: null, requirePasskey: false },
   sessions: { max: 0, onLimit: 'evictOldest' },
 };
 
@@ -53,6 +54,7 @@ function merge(base: Omit<AuthPolicyInput, 'name'> & { name?: string }, patch: P
       cert: { ...base.primary.cert, ...defined(p?.cert) },
       updb: { ...base.primary.updb, ...defined(p?.updb) },
       extJwt: { ...base.primary.extJwt, ...defined(p?.extJwt) },
+      passkey: { ...base.primary.passkey, ...defined(p?.passkey) },
     },
     secondary: { ...base.secondary, ...defined(patch.secondary) },
     sessions: { ...base.sessions, ...defined(patch.sessions) },
@@ -96,7 +98,9 @@ const inUse = () =>
   new AppError('CONFLICT', { message: 'the auth policy is in use by at least one identity' });
 
 const sameSecondary = (a: AuthPolicy['secondary'], b: AuthPolicy['secondary']) =>
-  a.requireTotp === b.requireTotp && a.requireExtJwt === b.requireExtJwt;
+  a.requireTotp === b.requireTotp &&
+  a.requireExtJwt === b.requireExtJwt &&
+  a.requirePasskey === b.requirePasskey;
 
 /** Auth policies CRUD: a policy in use by an identity cannot be deleted, `default` never. */
 export function createPolicyService({ knex, revocations, audit = NO_AUDIT }: PolicyServiceDeps) {

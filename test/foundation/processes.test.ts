@@ -159,6 +159,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '017_policy_session_limit',
         '018_policy_bind_tokens',
         '019_device_flow',
+        '020_passkeys',
         '021_account_sessions',
       ]);
       expect(admins.rows[0].n).toBe(1);

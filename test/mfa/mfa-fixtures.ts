@@ -54,7 +54,7 @@ export async function createTotpPolicy(server: TestServer, id: string): Promise<
     authPoliciesRepository.insert(trx, id, {
       name: id,
       primary: base.primary,
-      secondary: { requireTotp: true, requireExtJwt: null },
+      secondary: { requireTotp: true, requireExtJwt: null, requirePasskey: false },
       sessions: base.sessions,
     }),
   );

@@ -7,6 +7,7 @@ import {
 } from '../../src/crypto/pki.js';
 import type { HttpsClient, RequestOptions, TestResponse } from '../helpers/https-client.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
+import { createSoftAuthenticator } from '../helpers/soft-authenticator.js';
 import { timeStepAt, totpCode } from '../helpers/totp.js';
 import { createResponseValidator, operationsOf, type ResponseValidator } from './response-validator.js';
 
@@ -420,6 +421,32 @@ describe('real responses of every documented operation validate against the gene
 
     await c('DELETE', mfa, { status: 400 });
     await c('DELETE', mfa, { body: { code: codes[2] }, status: 200 });
+  });
+
+  test('client: passkeys (an extension): options, registration, list, rename, removal', async () => {
+    const user = await updbUser('oa-passkey');
+    const port = new URL(server.url).port;
+    const named = server.newClient({}, `https://localhost:${port}`);
+    const { token } = await login('client', 'oa-passkey', user.password);
+    const c = (method: string, path: string, o: Omit<Call, 'token'>) =>
+      call('client', method, path, { token, client: named, ...o });
+    const passkeys = '/current-identity/passkeys';
+    const authenticator = createSoftAuthenticator({ origin: `https://localhost:${port}`, rpId: 'localhost' });
+
+    // Reached by its IP address, the site cannot hold passkeys.
+    await call('client', 'POST', `${passkeys}/options`, { token, status: 409 });
+    await c('POST', `${passkeys}/options`, { body: { unknown: 1 }, status: 400 });
+    const { options } = (await c('POST', `${passkeys}/options`, { status: 200 })).body.data;
+    const response = await authenticator.register(options);
+    await c('POST', passkeys, { body: { name: 'laptop', response: { garbage: true } }, status: 400 });
+    const created = (await c('POST', passkeys, { body: { name: 'laptop', response }, status: 201 })).body
+      .data;
+    await c('GET', passkeys, { status: 200 });
+    const one = `${passkeys}/${created.id}`;
+    await c('PATCH', `${passkeys}/{id}`, { url: one, body: { name: 'phone' }, status: 200 });
+    await c('PATCH', `${passkeys}/{id}`, { url: `${passkeys}/nope`, body: { name: 'x' }, status: 404 });
+    await c('DELETE', `${passkeys}/{id}`, { url: one, status: 200 });
+    await c('DELETE', `${passkeys}/{id}`, { url: one, status: 404 });
   });
 
   test("API sessions: the management lists and detail, and the caller's own list", async () => {

@@ -20,8 +20,9 @@ const FRESH_DEFAULTS = {
       lockoutDurationMinutes: 0,
     },
     extJwt: { allowed: false, allowedSigners: [] },
+    passkey: { allowed: true },
   },
-  secondary: { requireTotp: false, requireExtJwt: null },
+  secondary: { requireTotp: false, requireExtJwt: null, requirePasskey: false },
   sessions: { max: 0, onLimit: 'evictOldest' },
 };
 
@@ -92,7 +93,7 @@ describe('auth policies', () => {
       minPasswordLength: 12,
       requireMixedCase: true,
     });
-    expect(detail.secondary).toEqual({ requireTotp: true, requireExtJwt: null });
+    expect(detail.secondary).toEqual({ requireTotp: true, requireExtJwt: null, requirePasskey: false });
   });
 
   test('requireExtJwtSigner is accepted as an alias and shown as requireExtJwt', async () => {
@@ -101,7 +102,7 @@ describe('auth policies', () => {
     const id = await createPolicy({ name: 'alias', secondary: { requireExtJwtSigner: signerId } });
 
     const detail = await policy(id);
-    expect(detail.secondary).toEqual({ requireTotp: false, requireExtJwt: signerId });
+    expect(detail.secondary).toEqual({ requireTotp: false, requireExtJwt: signerId, requirePasskey: false });
     expect(detail.secondary).not.toHaveProperty('requireExtJwtSigner');
   });
 

@@ -9,6 +9,11 @@ export interface Principal {
   sessionId: string;
   kind: 'legacy' | 'oidc';
   expiresAt: Date;
+  /**
+   * When the person last proved a primary credential: the legacy session's creation, or an
+   * access token's `auth_time` (the login's). Changes that need a recent sign-in look at it.
+   */
+  authTime: Date;
   amr: string[];
   configTypes: string[];
   isCertExtendable: boolean;
