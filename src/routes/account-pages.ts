@@ -67,10 +67,8 @@ const NAV: [NavKey, string, string][] = [
   ['overview', '/account/', 'Overview'],
   ['totp', '/account/totp', 'Authenticator app'],
   ['sessions', '/account/sessions', 'Sessions'],
+  ['passkeys', '/account/passkeys', 'Passkeys'],
 ];
-
-/** Extra entries of the navigation, added by the features that have pages (passkeys). */
-export const extraNav: [NavKey, string, string][] = [];
 
 export const csrfInput = (s: PageSession) =>
   `<input type="hidden" name="csrf" value="${escapeHtml(s.csrfToken)}">`;
@@ -92,12 +90,10 @@ export function postForm(
 }
 
 function nav(current: NavKey | undefined): string {
-  const items = [...NAV, ...extraNav]
-    .map(([key, href, label]) => {
-      const mark = key === current ? ' aria-current="page"' : '';
-      return `<li><a href="${href}"${mark}>${escapeHtml(label)}</a></li>`;
-    })
-    .join('');
+  const items = NAV.map(([key, href, label]) => {
+    const mark = key === current ? ' aria-current="page"' : '';
+    return `<li><a href="${href}"${mark}>${escapeHtml(label)}</a></li>`;
+  }).join('');
   return `<nav aria-label="Account"><ul>${items}</ul></nav>`;
 }
 

@@ -16,6 +16,7 @@ import {
   setCookie,
 } from './account-guards.js';
 import { renderOverviewPage, renderSignInPage } from './account-pages.js';
+import { accountPasskeyRoutes } from './account-passkey-routes.js';
 import { accountSessionRoutes } from './account-session-routes.js';
 import { accountTotpRoutes } from './account-totp-routes.js';
 import type { RouteDeps } from './route-deps.js';
@@ -114,5 +115,6 @@ export function accountRoutes(deps: RouteDeps): Router {
 
   accountTotpRoutes(router, deps, guards);
   accountSessionRoutes(router, deps, guards);
+  accountPasskeyRoutes(router, deps, guards);
   return router;
 }
