@@ -17,6 +17,7 @@ ul.items dl.facts{margin:0}
 ul.items h2{margin-top:0}
 .notice{border-left:4px solid #1b6e2a;padding:.25rem .75rem;margin:0 0 1rem}
 form.signout{margin-top:2rem}
+.vh{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 `;
 
 /** The one script of the account page (the passkey ceremony), served by the controller itself. */
@@ -319,9 +320,18 @@ export function renderPasskeysPage(
           invalid: o.invalidField === nameId,
           attributes: 'maxlength="64"',
         }),
-        'Rename',
+        `Rename<span class="vh"> ${escapeHtml(p.name)}</span>`,
         { secondary: true, hidden: { id: p.id } },
-      )}${postForm(session, '/account/passkeys/remove', '', 'Remove', { secondary: true, hidden: { id: p.id } })}</li>`;
+      )}${postForm(
+        session,
+        '/account/passkeys/remove',
+        '',
+        `Remove<span class="vh"> ${escapeHtml(p.name)}</span>`,
+        {
+          secondary: true,
+          hidden: { id: p.id },
+        },
+      )}</li>`;
     })
     .join('\n');
   const list = passkeys.length > 0 ? `<ul class="items">${items}</ul>` : '<p>You have no passkeys yet.</p>';
