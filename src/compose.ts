@@ -15,6 +15,7 @@ import { createSecondFactors } from './oidc/second-factors.js';
 import { externalJwtSignersRepository } from './repositories/external-jwt-signers-repository.js';
 import { identitiesRepository } from './repositories/identities-repository.js';
 import { rateLimitsRepository } from './repositories/rate-limits-repository.js';
+import { accountRoutes } from './routes/account-routes.js';
 import { edgeRouters } from './routes/edge-routers.js';
 import { oidcMiddleware } from './routes/oidc-routes.js';
 import { devicePages } from './routes/oidc-device-pages.js';
@@ -32,6 +33,7 @@ import {
 } from './services/auth/passkey-method.js';
 import { createPasskeyFactor } from './services/mfa/passkey-factor.js';
 import { createSignerCache } from './services/auth/signer-cache.js';
+import { createAccountSessionService } from './services/account/account-session-service.js';
 import { createAuditTrail } from './services/audit-trail.js';
 import { createApiSessionEnding } from './services/api-session-ending.js';
 import { createAuthenticatorService } from './services/authenticator-service.js';
@@ -74,6 +76,7 @@ export interface ComposeDeps {
 export interface EdgeRouters {
   client: Router;
   management: Router;
+  account: Router;
   oidc: Middleware;
 }
 
@@ -286,7 +289,7 @@ function sharedLimiterStore(
 
 /** Everything the route modules use, complete. */
 function createRouteDeps(
-  { config, database, logger }: ComposeDeps,
+  { config, database, logger, box }: ComposeDeps,
   services: DomainServices,
   { oidc, userCodeThrottle }: Awaited<ReturnType<typeof createOidcPart>>,
 ): RouteDeps {
@@ -302,6 +305,20 @@ function createRouteDeps(
         externalId: p.externalId ?? null,
       }),
   };
+  // Built here: the account page signs in through the OIDC part (ADR 0014).
+  const apiSessionEnding = createApiSessionEnding({
+    knex: database.knex,
+    revocations: services.revocations,
+    endGrantRows: oidc.sessions.endGrantRowsOf,
+    audit: services.audit,
+  });
+  const accountSessions = createAccountSessionService({
+    knex: database.knex,
+    box,
+    tokens: oidc.accountTokens,
+    verifyAccessToken: (token, connection) => oidc.verifier.bearer.verify([token], connection),
+    endApiSession: (identityId, apiSessionId) => apiSessionEnding.endOwnSession(identityId, apiSessionId),
+  });
   return {
     sessions: services.sessions,
     apiSessionView: services.apiSessionView,
@@ -355,12 +372,8 @@ function createRouteDeps(
     oidc,
     audit: services.audit,
     // Built here: an OIDC session's grant rows are the OIDC part's to end.
-    apiSessionEnding: createApiSessionEnding({
-      knex: database.knex,
-      revocations: services.revocations,
-      endGrantRows: oidc.sessions.endGrantRowsOf,
-      audit: services.audit,
-    }),
+    apiSessionEnding,
+    accountSessions,
   };
 }
 
@@ -407,7 +420,7 @@ export async function compose(deps: ComposeDeps) {
 }
 
 function edgeRoutersOf(deps: RouteDeps): EdgeRouters {
-  return { ...edgeRouters(deps), oidc: oidcMiddleware(deps) };
+  return { ...edgeRouters(deps), account: accountRoutes(deps), oidc: oidcMiddleware(deps) };
 }
 
 export type Services = Awaited<ReturnType<typeof compose>>;

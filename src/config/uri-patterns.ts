@@ -9,6 +9,15 @@ export const DEFAULT_REDIRECT_URIS = [
   'https://127.0.0.1:*/auth/callback',
 ];
 
+/**
+ * The account page's own sign-in callback (`/account/callback`): on a listener that serves the
+ * account page, each issuer also accepts `https://<its address>/account/callback`, the controller
+ * being its own relying party there. Only that exact URI of that same address; the configured
+ * patterns are not widened (docs/security.md, "The account page").
+ */
+export const ACCOUNT_CALLBACK_PATH = '/account/callback';
+export const accountCallbackUri = (address: string) => `https://${address}${ACCOUNT_CALLBACK_PATH}`;
+
 export const DEFAULT_POST_LOGOUT_URIS = DEFAULT_REDIRECT_URIS.map((u) =>
   u.replace(/\/auth\/callback$/, '/auth/logout'),
 );

@@ -16,6 +16,10 @@ export interface ListenerSpec {
   proxyProtocol?: { trustedFrom: string[] };
 }
 
+/** The account page (`/account/`) is served where a person can both sign in and use the client API. */
+export const servesAccountPage = (spec: Pick<ListenerSpec, 'apis'>): boolean =>
+  spec.apis.has('edge-client') && spec.apis.has('edge-oidc');
+
 const EDGE_BINDINGS: ApiBindingName[] = ['edge-client', 'edge-management', 'edge-oidc'];
 
 function defaultListener(config: ParsedConfig): WebListenerConfig {

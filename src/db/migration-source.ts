@@ -19,6 +19,7 @@ import * as m017 from '../../migrations/017_policy_session_limit.js';
 import * as m018 from '../../migrations/018_policy_bind_tokens.js';
 import * as m019 from '../../migrations/019_device_flow.js';
 import * as m020 from '../../migrations/020_passkeys.js';
+import * as m021 from '../../migrations/021_account_sessions.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -45,6 +46,7 @@ const migrations: Record<string, Knex.Migration> = {
   '018_policy_bind_tokens': m018,
   '019_device_flow': m019,
   '020_passkeys': m020,
+  '021_account_sessions': m021,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -39,6 +39,15 @@ export const errorCatalog = {
       'this change needs a recent sign-in: sign in again, or send the password (`password`) or a TOTP code (`code`) with the request',
   },
   FORBIDDEN: { status: 403, message: 'the supplied session does not have the correct access rights' },
+  ACCOUNT_SIGN_IN_REQUIRED: { status: 401, message: 'sign in to the account page first' },
+  ACCOUNT_SIGN_IN_FAILED: {
+    status: 400,
+    message: 'the sign-in could not be completed: it is unknown, expired or was already used',
+  },
+  CSRF_REFUSED: {
+    status: 403,
+    message: 'the form did not come from this page: reload the page and try again',
+  },
   SESSION_LIMIT_REACHED: {
     status: 403,
     message: 'the identity already holds as many sessions as its auth policy allows; end one and retry',

@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Logger } from 'pino';
-import type { ListenerSpec } from '../config/web-listeners.js';
+import { servesAccountPage, type ListenerSpec } from '../config/web-listeners.js';
 import { notFound } from '../middleware/error-handler.js';
 import { requestFrame } from '../middleware/request-frame.js';
 import type { MetricsRegistry } from '../services/metrics-registry.js';
@@ -11,6 +11,8 @@ export interface ListenerRouters {
   common: Router[];
   client?: Router;
   management?: Router;
+  /** The account page (`/account/`), where a listener serves both edge-client and edge-oidc. */
+  account?: Router;
   /** Everything under /oidc and the root discovery document. */
   oidc?: Koa.Middleware;
   /** `GET /metrics`, on listeners with the `metrics` binding. */
@@ -53,6 +55,7 @@ export function buildKoaApp(spec: ListenerSpec, routers: ListenerRouters, option
   const mounted: Router[] = [...routers.common];
   if (routers.client && spec.apis.has('edge-client')) mounted.push(routers.client);
   if (routers.management && spec.apis.has('edge-management')) mounted.push(routers.management);
+  if (routers.account && servesAccountPage(spec)) mounted.push(routers.account);
   if (routers.metricsEndpoint && spec.apis.has('metrics')) mounted.push(routers.metricsEndpoint);
   for (const router of mounted) {
     app.use(router.routes());

@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load-config.js';
-import type { ListenerSpec } from '../config/web-listeners.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { InstanceLock } from '../db/instance-lock.js';
 import type { Identity } from '../repositories/identities-repository.js';
@@ -15,6 +14,7 @@ import type { RevocationState } from '../services/revocation-state.js';
 import type { IdentityContextCache } from '../services/identity-context.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
 import type { AdapterConstructor } from 'oidc-provider';
+import { createAccountTokenRequests } from './account-token-requests.js';
 import { createAccessTokenRevocation, type AccessTokenRevocation } from './access-token-revocation.js';
 import { createAccountPolicy, type AccountPolicy } from './account-policy.js';
 import { loadCookieKeys } from './cookie-keys.js';
@@ -32,7 +32,9 @@ import { createPostgresAdapter } from './postgres-adapter.js';
 import { createRefreshSecondFactor } from './refresh-second-factor.js';
 import { createTokenIntrospection } from './token-introspection.js';
 import { createTokenVerifier } from './token-verifier.js';
+import { servesAccountPage, type ListenerSpec } from '../config/web-listeners.js';
 import {
+  accountCallbackUri,
   corsOriginMatcher,
   createUriMatcher,
   postLogoutPatternsFor,
@@ -80,7 +82,13 @@ function issuerSpecs(config: Config, listeners: readonly ListenerSpec[]): Issuer
     if (!listener.apis.has('edge-oidc')) return [];
     const redirectUris = redirectPatternsFor(config, listener);
     const postLogoutUris = postLogoutPatternsFor(config, listener);
-    return listener.addresses.map((address) => ({ address, redirectUris, postLogoutUris }));
+    const account = servesAccountPage(listener);
+    return listener.addresses.map((address) => ({
+      address,
+      redirectUris,
+      postLogoutUris,
+      ...(account ? { accountCallback: accountCallbackUri(address) } : {}),
+    }));
   });
 }
 
@@ -114,7 +122,9 @@ function buildRegistry({
 }: RegistryDeps) {
   return createIssuerRegistry(issuerSpecs(config, listeners), (spec, issuer, keySet) => {
     const corsOriginAllowed = corsOriginMatcher(spec.redirectUris, config.corsOrigins);
-    const redirectUriAllowed = createUriMatcher(spec.redirectUris);
+    const configured = createUriMatcher(spec.redirectUris);
+    // The account page's callback, exactly, at this issuer's own address; nothing else is widened.
+    const redirectUriAllowed = (uri: string) => configured(uri) || uri === spec.accountCallback;
     const postLogoutUriAllowed = createUriMatcher(spec.postLogoutUris);
     const provider = createProvider({
       issuer,
@@ -252,6 +262,8 @@ export async function createOidc(deps: OidcDeps) {
     keysLoaded: (): boolean => watcher.current() !== undefined,
     sessions,
     endSession: createEndSession({ verifier, sessions }),
+    /** The account page's issuer lookup and its in-process token requests (ADR 0014). */
+    accountTokens: createAccountTokenRequests(registry),
     keys: {
       list: () => keys.list(),
       /** Publishes the new key in this process at once; the others within their poll interval. */

@@ -11,6 +11,8 @@ export interface IssuerSpec {
   address: string;
   redirectUris: string[];
   postLogoutUris: string[];
+  /** The account page's callback at this address, when its listener serves the page. */
+  accountCallback?: string;
 }
 
 export interface IssuerEntry extends ResumeTarget {

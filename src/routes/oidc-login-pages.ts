@@ -6,7 +6,7 @@ import { LOGIN_PATHS } from '../oidc/login-paths.js';
  * The look of every login page: one column that fits a phone (inputs at 1rem so that mobile
  * browsers do not zoom on focus), a visible keyboard focus, and nothing loaded from anywhere.
  */
-const STYLE = `
+export const LOGIN_STYLE = `
 *{box-sizing:border-box}
 body{font:1rem/1.5 system-ui,sans-serif;color:#1a1a1a;background:#fff;margin:0}
 main{max-width:26rem;margin:0 auto;padding:2rem 1rem}
@@ -38,7 +38,7 @@ ul.codes{columns:2;padding-left:1.25rem}
  */
 const CSP = [
   "default-src 'none'",
-  `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
+  `style-src 'sha256-${createHash('sha256').update(LOGIN_STYLE).digest('base64')}'`,
   'img-src data:',
   "frame-ancestors 'none'",
   "base-uri 'none'",
@@ -88,7 +88,7 @@ function page(title: string, body: string, error?: string, withPasskey = false):
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(fullTitle)}</title>
 <link rel="icon" href="data:,">
-<style>${STYLE}</style>
+<style>${LOGIN_STYLE}</style>
 ${withPasskey ? `<script src="${LOGIN_PATHS.passkeyScript}" defer></script>\n` : ''}</head>
 <body>
 <main>

@@ -21,6 +21,7 @@ import type { Oidc } from '../oidc/create-oidc.js';
 import type { AuditTrail } from '../services/audit-trail.js';
 import type { ApiSessionView } from '../services/api-session-view.js';
 import type { ApiSessionEnding } from '../services/api-session-ending.js';
+import type { AccountSessionService } from '../services/account/account-session-service.js';
 import type { UserCodeThrottle } from './user-code-throttle.js';
 
 /**
@@ -72,4 +73,6 @@ export interface RouteDeps {
   audit: AuditTrail;
   /** Ends API sessions of any kind on an admin's or their identity's request. */
   apiSessionEnding: ApiSessionEnding;
+  /** The account page's own sessions (`/account/`). */
+  accountSessions: AccountSessionService;
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ifInstanceLockFree, type InstanceLock } from '../db/instance-lock.js';
+import { accountSessionsRepository } from '../repositories/account-sessions-repository.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
 import { loginFailuresRepository } from '../repositories/login-failures-repository.js';
@@ -75,8 +76,8 @@ export function runJanitor(
 }
 
 /**
- * Deletes expired API sessions, revocations, ended failure windows and passkey challenges never
- * answered, one instance at a time.
+ * Deletes expired API sessions, revocations, ended failure windows, passkey challenges never
+ * answered and account page sessions, one instance at a time.
  */
 export function startJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => Promise<void> {
   return runJanitor((signal) => deleteExpiredRows(knex, new Date(), signal), lock, logger, 'expired rows');
@@ -93,6 +94,7 @@ export async function deleteExpiredRows(
   loginWindows: number;
   totpWindows: number;
   webauthnChallenges: number;
+  accountSessions: number;
 }> {
   const totpBefore = new Date(now.getTime() - TOTP_FAILURE_WINDOW_MS);
   return {
@@ -108,6 +110,10 @@ export async function deleteExpiredRows(
     ),
     webauthnChallenges: await drainExpired(
       (limit) => webauthnChallengesRepository.deleteExpired(knex, now, limit),
+      signal,
+    ),
+    accountSessions: await drainExpired(
+      (limit) => accountSessionsRepository.deleteExpired(knex, now, limit),
       signal,
     ),
   };

@@ -160,6 +160,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '018_policy_bind_tokens',
         '019_device_flow',
         '020_passkeys',
+        '021_account_sessions',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

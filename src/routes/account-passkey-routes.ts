@@ -1,0 +1,151 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { AppError } from '../errors/app-error.js';
+import { sendData } from '../errors/envelope.js';
+import { passkeyRenameSchema } from '../schemas/passkey-schemas.js';
+import type { PasskeyCreatedView, PasskeyOptionsView } from '../schemas/passkey-views.js';
+import { parseInput } from '../schemas/parse-input.js';
+import type { AccountSession } from '../services/account/account-session-service.js';
+import { creationOptionsView } from '../services/passkeys/passkey-service.js';
+import { ACCOUNT_PASSKEY_SCRIPT } from './account-passkey-script.js';
+import {
+  ACCOUNT_SCRIPT_PATH,
+  renderAccountErrorPage,
+  renderPasskeysPage,
+  type PasskeyAdding,
+} from './account-pages.js';
+import { accountOf, type Guards } from './account-guards.js';
+import { RECENT_AUTH_MS } from './passkey-routes.js';
+import type { RouteDeps } from './route-deps.js';
+
+const NOTICES: Record<string, string> = {
+  'passkey-added': 'The passkey was added.',
+  'passkey-renamed': 'The passkey was renamed.',
+  'passkey-removed': 'The passkey was removed.',
+};
+
+/** The page session's sign-in (the ID token's `auth_time`) is recent enough to add a passkey. */
+const recent = (s: AccountSession) =>
+  s.authTime !== null && Date.now() - s.authTime.getTime() <= RECENT_AUTH_MS;
+
+function adding(deps: RouteDeps, ctx: Context, s: AccountSession): PasskeyAdding {
+  try {
+    deps.webauthn.assertAvailable(ctx.host);
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'PASSKEYS_UNAVAILABLE')
+      return { kind: 'unavailable', reason: err.message };
+    throw err;
+  }
+  return recent(s) ? { kind: 'ready' } : { kind: 'reauthenticate' };
+}
+
+/**
+ * Registration needs a recent sign-in, as on the client API (pk-core's rule: within five
+ * minutes); the page offers a fresh sign-in instead of asking for the password.
+ */
+function requireRecent(s: AccountSession): void {
+  if (!recent(s))
+    throw new AppError('REAUTHENTICATION_REQUIRED', { message: 'sign in again to add a passkey' });
+}
+
+/** The passkeys page and its script's two JSON endpoints (passkeys are an extension of the spec). */
+export function accountPasskeyRoutes(
+  router: Router,
+  deps: RouteDeps,
+  { signedIn, change, changeJson }: Guards,
+): void {
+  const { passkeys, webauthn } = deps;
+  const page = async (ctx: Context, o: { error?: string; invalidField?: string; status?: number } = {}) => {
+    const s = accountOf(ctx);
+    const done = ctx.query.done;
+    const notice = typeof done === 'string' && Object.hasOwn(NOTICES, done) ? NOTICES[done] : undefined;
+    renderPasskeysPage(
+      ctx,
+      { csrfToken: s.csrfToken },
+      await passkeys.list(s.principal.identityId),
+      adding(deps, ctx, s),
+      {
+        notice,
+        ...o,
+      },
+    );
+  };
+
+  // The router's prefix is `/account`.
+  router.get(ACCOUNT_SCRIPT_PATH.replace(/^\/account/, ''), (ctx: Context) => {
+    ctx.type = 'application/javascript; charset=utf-8';
+    ctx.body = ACCOUNT_PASSKEY_SCRIPT;
+  });
+
+  router.get('/passkeys', signedIn, (ctx: Context) => page(ctx));
+
+  router.post('/passkeys/options', ...changeJson, async (ctx: Context) => {
+    const s = accountOf(ctx);
+    const site = webauthn.siteFor(ctx.host);
+    requireRecent(s);
+    const { options, warnings } = await passkeys.registrationOptions(
+      { id: s.principal.identityId, name: s.principal.identityName },
+      { boundTo: s.id },
+      site,
+    );
+    sendData(ctx, { options: creationOptionsView(options), warnings } satisfies PasskeyOptionsView);
+  });
+
+  router.post('/passkeys/register', ...changeJson, async (ctx: Context) => {
+    const s = accountOf(ctx);
+    const site = webauthn.siteFor(ctx.host);
+    requireRecent(s);
+    const body = (ctx.request.body ?? {}) as Record<string, unknown>;
+    const { name } = parseInput(passkeyRenameSchema, { name: body.name });
+    const created = await passkeys.register(s.principal.identityId, { boundTo: s.id }, site, {
+      name,
+      response: body.response,
+    });
+    sendData(
+      ctx,
+      { id: created.id, name: created.name, createdAt: created.createdAt } satisfies PasskeyCreatedView,
+      201,
+    );
+  });
+
+  // Without the script the add form posts here: say what is missing rather than fail silently.
+  router.post('/passkeys/add', ...change, (ctx: Context) => {
+    renderAccountErrorPage(
+      ctx,
+      400,
+      'Adding a passkey needs this page’s script: allow JavaScript for this site and try again.',
+      {
+        csrfToken: accountOf(ctx).csrfToken,
+      },
+    );
+  });
+
+  router.post('/passkeys/rename', ...change, async (ctx: Context) => {
+    const s = accountOf(ctx);
+    const body = (ctx.request.body ?? {}) as Record<string, unknown>;
+    const id = typeof body.id === 'string' ? body.id : '';
+    const parsed = passkeyRenameSchema.safeParse({ name: body[`name-${id}`] });
+    if (!parsed.success) {
+      return page(ctx, {
+        status: 400,
+        error: 'Enter a name of at most 64 characters.',
+        invalidField: `name-${id}`,
+      });
+    }
+    await passkeys.rename(s.principal.identityId, id, parsed.data.name);
+    ctx.status = 303;
+    ctx.redirect('/account/passkeys?done=passkey-renamed');
+  });
+
+  router.post('/passkeys/remove', ...change, async (ctx: Context) => {
+    const s = accountOf(ctx);
+    const body = (ctx.request.body ?? {}) as Record<string, unknown>;
+    await passkeys.remove(
+      s.principal.identityId,
+      typeof body.id === 'string' ? body.id : '',
+      s.principal.identityId,
+    );
+    ctx.status = 303;
+    ctx.redirect('/account/passkeys?done=passkey-removed');
+  });
+}
