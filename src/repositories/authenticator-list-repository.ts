@@ -1,6 +1,6 @@
 import type { Db } from '../db/create-database.js';
 import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
-import { toAuthenticator, type Authenticator } from './authenticators-repository.js';
+import { AUTHENTICATOR_COLUMNS, toAuthenticator, type Authenticator } from './authenticators-repository.js';
 
 /**
  * One entry of the management list of authenticators: a password or certificate authenticator,
@@ -43,18 +43,7 @@ function toListed(r: ListedRow): ListedAuthenticator {
  */
 function bothTables(db: Db) {
   const authenticators = db('authenticators').select(
-    'id',
-    'identity_id',
-    'method',
-    'username',
-    'password_hash',
-    'cert_fingerprint',
-    'cert_tbs_sha256',
-    'cert_pem',
-    'ca_id',
-    'is_extendable',
-    'created_at',
-    'updated_at',
+    ...AUTHENTICATOR_COLUMNS,
     db.raw('NULL::text AS passkey_name'),
     db.raw('NULL::timestamptz AS last_used_at'),
   );

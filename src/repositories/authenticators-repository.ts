@@ -37,7 +37,7 @@ interface AuthenticatorRow {
 }
 
 /** Every column, named (see IDENTITY_COLUMNS). */
-const AUTHENTICATOR_COLUMNS = [
+export const AUTHENTICATOR_COLUMNS = [
   'id',
   'identity_id',
   'method',
