@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import type { Browser } from 'playwright-core';
+import type { Browser, CDPSession } from 'playwright-core';
 import {
   BROWSER_TIMEOUT,
   launchChromium,
@@ -10,6 +10,7 @@ import {
   watchedPage,
   type WatchedPage,
 } from '../helpers/browser.js';
+import { runExample, writeCaFile, type ExampleProcess } from '../helpers/example-process.js';
 import { BINARIES, describeNeeding } from '../helpers/system-binaries.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { createUser, type TestUser } from '../mfa/mfa-fixtures.js';
@@ -22,6 +23,10 @@ describeNeeding([BINARIES.chromium])(
     let user: TestUser;
     let w: WatchedPage;
     let origin: string;
+    /** The page's DevTools session and its virtual authenticator, kept for the next sign-ins. */
+    let cdp: CDPSession;
+    let authenticatorId: string;
+    let app: ExampleProcess | undefined;
     const dir = screenshotDir('account-passkeys');
 
     beforeAll(async () => {
@@ -35,6 +40,7 @@ describeNeeding([BINARIES.chromium])(
     afterAll(async () => {
       await w?.context.close();
       await browser?.close();
+      await app?.stop();
       await server?.close();
     });
 
@@ -42,9 +48,9 @@ describeNeeding([BINARIES.chromium])(
       'a person signs in with a password, adds a passkey on the account page, and sees it listed',
       async () => {
         const { page } = w;
-        const cdp = await page.context().newCDPSession(page);
+        cdp = await page.context().newCDPSession(page);
         await cdp.send('WebAuthn.enable');
-        const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+        ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
           options: {
             protocol: 'ctap2',
             transport: 'internal',
@@ -53,7 +59,7 @@ describeNeeding([BINARIES.chromium])(
             isUserVerified: true,
             automaticPresenceSimulation: true,
           },
-        });
+        }));
 
         await page.goto(`${origin}/account/`);
         await navigate(page, () => page.click('button:has-text("Sign in")'));
@@ -90,8 +96,88 @@ describeNeeding([BINARIES.chromium])(
       BROWSER_TIMEOUT,
     );
 
-    // Signing in again with the passkey alone (passwordless, on the login page) is the login
-    // helper's part: it goes here, reusing this authenticator and its resident credential.
-    test.todo('the same person signs in again with the passkey alone (passwordless login)');
+    /** Signs in on the controller's login page with the passkey button alone (no username). */
+    async function signInWithPasskeyAlone(wantedUrl: (url: URL) => boolean) {
+      const { page } = w;
+      expect(new URL(page.url()).pathname).toBe('/oidc/login/username');
+      // The script shows the offer only where the browser can use a passkey.
+      const offer = page.locator('form[data-passkey="get"] button');
+      await offer.waitFor({ state: 'visible' });
+      expect(await offer.textContent()).toBe('Sign in with a passkey');
+      await offer.click();
+      await page.waitForURL(wantedUrl, { waitUntil: 'load' });
+    }
+
+    test(
+      'the same person signs out and signs in again on the account page with the passkey alone',
+      async () => {
+        const { page } = w;
+        const signInsBefore = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials[0]!
+          .signCount;
+        await page.goto(`${origin}/account/`);
+        await navigate(page, () => page.click('form.signout button'));
+        expect(await page.textContent('.notice')).toBe('You are signed out.');
+
+        await navigate(page, () => page.click('button:has-text("Sign in")'));
+        expect(new URL(page.url()).pathname).toBe('/oidc/login/username');
+        // The offer is the login page's only script, below the password form.
+        const offer = page.locator('form[data-passkey="get"] button');
+        await offer.waitFor({ state: 'visible' });
+        expect(await layoutFacts(page)).toMatchObject({
+          lang: 'en',
+          overflowsX: false,
+          h1: 'Sign in',
+          main: 1,
+          unlabelled: [],
+          scripts: 1,
+        });
+        await w.shot('login-passwordless-offer');
+
+        // No username and no password: the resident credential names the person.
+        await signInWithPasskeyAlone((url) => url.pathname === '/account/');
+        expect(await page.textContent('dl.facts')).toContain(user.username);
+        await navigate(page, () => page.click('nav a:has-text("Passkeys")'));
+        expect(await page.locator('ul.items h2').allTextContents()).toEqual(['This phone']);
+        await w.shot('account-passkeys-after-passwordless');
+
+        // The authenticator signed an assertion: its counter moved on.
+        const after = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
+        expect(after).toHaveLength(1);
+        expect(after[0]!.signCount).toBeGreaterThan(signInsBefore);
+        w.assertClean();
+      },
+      BROWSER_TIMEOUT,
+    );
+
+    test(
+      'examples/web-app signed in with the passkey alone gets tokens whose amr says pop and mfa',
+      async () => {
+        const { page } = w;
+        // The app's issuer is the controller at `localhost`, where the passkey's rpId holds.
+        app = runExample('web-app/server.js', [], {
+          SVC_ISSUER: `${origin}/oidc`,
+          PORT: '0',
+          NODE_EXTRA_CA_CERTS: writeCaFile(server.dataDir, server.ca),
+        });
+        const appUrl = await app.line(/listening on (http\S+)/);
+        // Signed out of the account page first, so the controller asks again.
+        await page.goto(`${origin}/account/`);
+        await navigate(page, () => page.click('form.signout button'));
+
+        await page.goto(appUrl);
+        await navigate(page, () => page.getByRole('link', { name: 'Sign in', exact: true }).click());
+        await signInWithPasskeyAlone((url) => url.href === `${appUrl}/`);
+        expect(await page.locator('#identity-name').textContent()).toBe(user.name);
+        expect((await page.locator('#claim-amr').textContent())!.split(' ')).toEqual(
+          expect.arrayContaining(['pop', 'mfa']),
+        );
+        expect((await page.locator('#claim-amr').textContent())!.split(' ')).not.toContain('pwd');
+        // The tokens work at the Edge API as this person.
+        expect(JSON.parse((await page.locator('#api-result').textContent())!).data.id).toBe(user.id);
+        await w.shot('web-app-signed-in-with-passkey');
+        w.assertClean();
+      },
+      BROWSER_TIMEOUT,
+    );
   },
 );
