@@ -86,7 +86,16 @@ const oidc = (
   ...o,
 });
 
-const LOGIN_FIELDS = ['authRequestId', 'id', 'username', 'password', 'configTypes', 'code'];
+const LOGIN_FIELDS = [
+  'authRequestId',
+  'id',
+  'username',
+  'password',
+  'configTypes',
+  'code',
+  'passkey',
+  'name',
+];
 const AUTHORIZE_PARAMS = [
   'response_type',
   'client_id',
@@ -137,6 +146,13 @@ export function oidcOperations(): Operation[] {
     login('DELETE', '/oidc/login/totp/enroll'),
     login('POST', '/oidc/login/totp/enroll/verify'),
     login('GET', '/oidc/login/auth-queries'),
+    // The passkey steps (an extension): options (GET, JSON), assertion or registration (POST).
+    ...['passkey', 'passkey/register'].flatMap((step) => [
+      login('GET', `/oidc/login/${step}`),
+      login('POST', `/oidc/login/${step}`),
+    ]),
+    // The login pages' passkey script: a static file, whatever the query says.
+    oidc('GET', '/oidc/login/passkey.js', { errorShape: 'edge', queryNames: ['authRequestID'] }),
     oidc('GET', '/oidc/authorization', { errorShape: 'oauth', queryNames: AUTHORIZE_PARAMS }),
     // The provider's resume of an auth request; a uid it cannot route to is a JSON 404 in the Edge envelope.
     oidc('GET', '/oidc/authorization/{uid}', { errorShape: 'edge-or-oauth', queryNames: AUTHORIZE_PARAMS }),
