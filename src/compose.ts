@@ -191,6 +191,8 @@ async function createDomainServices({ config, listeners, database, box, pki, log
       .flatMap((l) => l.addresses),
     trustedTls: config.tls.cert !== undefined,
   });
+  // Once at start: a browser refusing every ceremony is found by comparing its address with these.
+  logger.info({ rpId: webauthn.site.rpId, origins: webauthn.site.origins }, 'passkey (WebAuthn) site');
   const passkeys = createPasskeyService({ knex, rpName: edge.totp.issuer, changes: revocations, audit });
   // Counted with the identity's wrong TOTP codes: one failure budget per second factor.
   const passkeyFactor = createPasskeyFactor({ knex, passkeys, audit });
@@ -257,7 +259,7 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
     totp: services.totp,
     passkeys: services.passkeys,
     passkeyFactor: services.passkeyFactor,
-    webauthnSiteFor: (host) => services.webauthn.siteFor(host),
+    webauthn: services.webauthn,
     sessionLimit: services.sessionLimit,
     audit: services.audit,
     onGrant: deps.metrics.countGrant,

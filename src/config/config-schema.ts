@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { cidrProblem } from './cidr.js';
 import { cipherProblem } from './tls-ciphers.js';
+import { webauthnOriginProblem } from './webauthn-origin.js';
 
 /** A duration setting (`90s`, `30m`, `24h`) parsed to whole seconds. */
 const duration = (fallback: string) =>
@@ -355,13 +356,23 @@ export const configSchema = z.object({
           unset: 'the DNS name of the first bind point that has one (localhost by default)',
           examples: ['example.com'],
         }),
-      origins: stringList.optional().meta({
-        description:
-          'Origins (https://host[:port], comma-separated in the variable) whose pages may register and ' +
-          'use passkeys.',
-        unset: 'every bind point under webauthn.rpId, as https://host:port (no :443)',
-        examples: [['https://login.example.com']],
-      }),
+      origins: stringList
+        .pipe(
+          z.array(
+            z.string().superRefine((s, ctx) => {
+              const problem = webauthnOriginProblem(s);
+              if (problem) ctx.addIssue({ code: 'custom', message: problem });
+            }),
+          ),
+        )
+        .optional()
+        .meta({
+          description:
+            'Origins (https://host[:port], comma-separated in the variable) whose pages may register and ' +
+            'use passkeys.',
+          unset: 'every bind point under webauthn.rpId, as https://host:port (no :443)',
+          examples: [['https://login.example.com']],
+        }),
     })
     .prefault({})
     .meta({ title: 'passkeys (WebAuthn)' }),

@@ -152,6 +152,33 @@ describe('bad values stop the start with one line naming the key', () => {
     expect(message({ SVC_MASTER_KEY: 'c2hvcnQ=' })).toMatch(/^invalid configuration: masterKey/);
   });
 
+  test('webauthn.origins: only https://host[:port] under webauthn.rpId', () => {
+    const rp = { SVC_WEBAUTHN_RP_ID: 'example.com' };
+    expect(message({ ...rp, SVC_WEBAUTHN_ORIGINS: 'https://evil.org' })).toBe(
+      'invalid configuration: webauthn.origins (SVC_WEBAUTHN_ORIGINS): https://evil.org is not example.com or under it (webauthn.rpId)',
+    );
+    expect(message({ ...rp, SVC_WEBAUTHN_ORIGINS: 'http://example.com' })).toMatch(
+      /^invalid configuration: webauthn\.origins\.0 \(SVC_WEBAUTHN_ORIGINS\): http:\/\/example\.com must start with https:\/\//,
+    );
+    expect(message({ ...rp, SVC_WEBAUTHN_ORIGINS: 'not a url' })).toMatch(
+      /^invalid configuration: webauthn\.origins\.0 .*"not a url" is not a URL/,
+    );
+    for (const bad of [
+      'https://example.com/login',
+      'https://example.com/',
+      'https://u:p@example.com',
+      'https://example.com?x=1',
+    ]) {
+      expect(message({ ...rp, SVC_WEBAUTHN_ORIGINS: `https://login.example.com,${bad}` })).toMatch(
+        /^invalid configuration: webauthn\.origins\.1 \(SVC_WEBAUTHN_ORIGINS\): /,
+      );
+    }
+    expect(
+      load({ ...rp, SVC_WEBAUTHN_ORIGINS: 'https://example.com,https://login.example.com:1280' }).webauthn
+        .origins,
+    ).toEqual(['https://example.com', 'https://login.example.com:1280']);
+  });
+
   test('tls.ciphers: unknown names, TLS 1.3 names and an empty list are refused naming the key', () => {
     expect(message({ SVC_TLS_CIPHERS: 'ECDHE-ECDSA-AES128-GCM-SHA256:NO-SUCH-SUITE' })).toBe(
       'invalid configuration: tls.ciphers.1 (SVC_TLS_CIPHERS): NO-SUCH-SUITE is not a cipher suite name this OpenSSL knows',

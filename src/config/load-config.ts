@@ -5,6 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { configSchema, type ParsedConfig } from './config-schema.js';
 import { applyTokenDurationRules } from './token-durations.js';
 import { widenedCiphers } from './tls-ciphers.js';
+import { hostWithin } from './webauthn-origin.js';
 import { resolveListeners, type ListenerSpec } from './web-listeners.js';
 
 export type Config = ParsedConfig & { listeners: ListenerSpec[]; warnings: string[] };
@@ -184,6 +185,7 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
     throw new ConfigError('pki.signingCert and pki.signingKey: give both or neither');
   }
   checkInterfacesUnique(parsed.web ?? []);
+  checkWebauthnOrigins(parsed);
   checkMetricsAddress(parsed);
   if (parsed.web && parsed.proxyProtocol.trustedFrom.length > 0) {
     // Ignoring it would leave the listeners without the trust the operator meant to set.
@@ -203,6 +205,23 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
     warnings.push(...w);
   }
   return { ...parsed, listeners: resolveListeners(parsed), warnings };
+}
+
+/**
+ * A configured origin outside the configured rpId would fail every ceremony there (browsers
+ * refuse it). Without webauthn.rpId the id is derived from the bind points at start, where
+ * createWebauthnSettings applies the same rule.
+ */
+function checkWebauthnOrigins(parsed: ParsedConfig): void {
+  const rpId = parsed.webauthn.rpId?.toLowerCase();
+  if (!rpId) return;
+  for (const origin of parsed.webauthn.origins ?? []) {
+    const host = new URL(origin).hostname;
+    if (!hostWithin(host, rpId))
+      throw new ConfigError(
+        `webauthn.origins (SVC_WEBAUTHN_ORIGINS): ${origin} is not ${rpId} or under it (webauthn.rpId)`,
+      );
+  }
 }
 
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]']);

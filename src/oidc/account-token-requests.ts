@@ -5,6 +5,7 @@ import { AppError } from '../errors/app-error.js';
 import { CLIENT_ID } from './create-provider.js';
 import type { IssuerEntry, IssuerRegistry, ListenerAddresses } from './issuer-registry.js';
 import { OIDC_MOUNT } from './login-paths.js';
+import { accountCallbackUri } from '../config/uri-patterns.js';
 
 /** What the token endpoint answered the account page, already checked for shape. */
 export interface AccountTokenSet {
@@ -122,10 +123,19 @@ export function createAccountTokenRequests(registry: IssuerRegistry) {
     return entry;
   };
   return {
-    /** The issuer of a request's listener and Host: its address and authorization endpoint. */
+    /**
+     * The issuer of a request's listener and Host: its address, authorization endpoint and the
+     * account page's callback there (the one redirect URI that issuer adds for the page).
+     */
     issuerAt(listener: ListenerAddresses | undefined, host: string | undefined) {
       const entry = registry.pick(listener, host);
-      return entry && { address: entry.address, authorizationEndpoint: `${entry.issuer}/authorization` };
+      return (
+        entry && {
+          address: entry.address,
+          authorizationEndpoint: `${entry.issuer}/authorization`,
+          callbackUri: accountCallbackUri(entry.address),
+        }
+      );
     },
 
     async exchangeCode(

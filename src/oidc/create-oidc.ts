@@ -13,6 +13,7 @@ import type { SessionLimitService } from '../services/session-limit.js';
 import type { RevocationState } from '../services/revocation-state.js';
 import type { IdentityContextCache } from '../services/identity-context.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
+import type { WebauthnSettings } from '../services/passkeys/webauthn-settings.js';
 import type { AdapterConstructor } from 'oidc-provider';
 import { createAccountTokenRequests } from './account-token-requests.js';
 import { createAccessTokenRevocation, type AccessTokenRevocation } from './access-token-revocation.js';
@@ -62,8 +63,8 @@ export interface OidcDeps {
   /** Passkey ceremonies and the second-factor check of the login (an extension beyond the specification). */
   passkeys: LoginFlowDeps['passkeys'];
   passkeyFactor: LoginFlowDeps['passkeyFactor'];
-  /** The WebAuthn site of a request's Host (409 PASSKEYS_UNAVAILABLE where a browser would refuse it). */
-  webauthnSiteFor: (host: string) => ReturnType<LoginFlowDeps['webauthnSiteOf']>;
+  /** The WebAuthn relying party: the site of a request's Host, 409 PASSKEYS_UNAVAILABLE where a browser would refuse it. */
+  webauthn: Pick<WebauthnSettings, 'siteFor'>;
   /** The policies' concurrent-session limit; this part tells it how an OIDC session ends. */
   sessionLimit: Pick<SessionLimitService, 'admit' | 'endOidcSessionsWith'>;
   audit: AuditTrail;
@@ -248,7 +249,7 @@ export async function createOidc(deps: OidcDeps) {
       sessions,
       passkeys: deps.passkeys,
       passkeyFactor: deps.passkeyFactor,
-      webauthnSiteOf: (ctx) => deps.webauthnSiteFor(ctx.host),
+      webauthnSiteOf: (ctx) => deps.webauthn.siteFor(ctx.host),
     }),
     verifier,
     /** Token introspection for resource servers (our `/oidc/token/introspection`). */

@@ -1,6 +1,5 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { accountCallbackUri } from '../config/uri-patterns.js';
 import { AppError } from '../errors/app-error.js';
 import { parseBody } from '../middleware/parse-body.js';
 import { rateLimit } from '../middleware/rate-limit.js';
@@ -59,11 +58,7 @@ export function accountRoutes(deps: RouteDeps): Router {
     if (!issuer) throw new AppError('NOT_FOUND', { message: 'no OIDC issuer is served at this address' });
     const wanted = (ctx.request.body as Record<string, unknown> | undefined)?.returnTo;
     const returnTo = typeof wanted === 'string' && RETURN_PATHS.has(wanted) ? wanted : '/account/';
-    const started = await accountSessions.startLogin(
-      issuer.address,
-      accountCallbackUri(issuer.address),
-      returnTo,
-    );
+    const started = await accountSessions.startLogin(issuer.address, issuer.callbackUri, returnTo);
     setCookie(ctx, LOGIN_COOKIE, started.cookie, started.cookieSeconds, 'lax');
     const url = new URL(issuer.authorizationEndpoint);
     url.search = new URLSearchParams({

@@ -50,14 +50,8 @@ export const webauthnSiteOf = (deps: Pick<RouteDeps, 'webauthn'>) => (ctx: Conte
   deps.webauthn.siteFor(ctx.host);
 
 /** Whether a browser at this request's Host can use passkeys (else the pages do not offer them). */
-export function passkeysAvailableAt(deps: Pick<RouteDeps, 'webauthn'>, ctx: Context): boolean {
-  try {
-    deps.webauthn.assertAvailable(ctx.host);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export const passkeysAvailableAt = (deps: Pick<RouteDeps, 'webauthn'>, ctx: Context): boolean =>
+  deps.webauthn.isAvailable(ctx.host);
 
 /** A passwordless login, its challenge bound to `boundTo`: the auth request, or a legacy ceremony id. */
 export type PasskeyLogin = (ctx: Context, boundTo: string, response: unknown) => Promise<PrimaryAuthResult>;

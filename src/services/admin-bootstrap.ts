@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { advisoryXactLock } from '../db/advisory-xact-lock.js';
 import { inTransaction } from '../db/transaction.js';
 import type { Knex } from 'knex';
 import { hashPassword } from '../crypto/passwords.js';
@@ -37,7 +38,7 @@ export async function ensureFirstAdmin(
   password?: string,
 ): Promise<BootstrapResult> {
   return inTransaction(knex, async (trx) => {
-    await trx.raw('SELECT pg_advisory_xact_lock(?)', [ADMIN_LOCK_KEY.toString()]);
+    await advisoryXactLock(trx, { id: ADMIN_LOCK_KEY });
     if (await identitiesRepository.hasAdmin(trx)) return { created: false, username };
     const generatedPassword = password ? undefined : generatedAdminPassword();
     const identity = await identitiesRepository.insert(trx, {

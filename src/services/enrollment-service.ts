@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { mapPage, type ListQuery } from '../db/list-query.js';
 import type { Db } from '../db/create-database.js';
+import { advisoryXactLock } from '../db/advisory-xact-lock.js';
 import { inTransaction } from '../db/transaction.js';
 import { AppError, validationError } from '../errors/app-error.js';
 import { newId, newToken } from '../crypto/random.js';
@@ -64,7 +65,7 @@ async function assertNoOtherCredential(trx: Db, spec: EnrollmentSpec): Promise<v
  * sees any reservation committed before it.
  */
 async function assertUsernameFree(trx: Db, username: string, field: string): Promise<void> {
-  await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`svc:updb-username:${username}`]);
+  await advisoryXactLock(trx, { name: `svc:updb-username:${username}` });
   const taken =
     (await authenticatorsRepository.findByUsername(trx, username)) !== undefined ||
     (await enrollmentsRepository.isUsernameReserved(trx, username));

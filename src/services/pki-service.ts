@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { advisoryXactLock } from '../db/advisory-xact-lock.js';
 import { inTransaction } from '../db/transaction.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,7 +31,7 @@ export interface PkiOptions {
   pki: { signingCert?: string; signingKey?: string };
 }
 
-const PKI_LOCK_KEY = '8319395793566789481';
+const PKI_LOCK_KEY = 8319395793566789481n;
 
 interface StoredCert {
   certPem: string;
@@ -64,7 +65,7 @@ const readPem = (file: string) => readFileSync(file, 'utf8');
 export async function ensurePki(o: PkiOptions): Promise<PkiMaterial> {
   const hosts = [...new Set(o.hosts)].sort();
   const generated = await inTransaction(o.knex, async (trx) => {
-    await trx.raw('SELECT pg_advisory_xact_lock(?)', [PKI_LOCK_KEY]);
+    await advisoryXactLock(trx, { id: PKI_LOCK_KEY });
     const root = await loadOrCreate(trx, o.box, 'pki.root', () =>
       generateRootCa({ commonName: 'svc root CA' }),
     );

@@ -52,4 +52,32 @@ describe('the WebAuthn site of a deployment', () => {
     expect(s.site).toEqual({ rpId: 'example.com', origins: ['https://app.example.com'] });
     expect(refusal(() => s.siteFor('localhost:1280'))).toMatch(/^PASSKEYS_UNAVAILABLE/);
   });
+
+  test('a Host that is not one of the origins is refused naming webauthn.origins', () => {
+    const s = createWebauthnSettings({
+      rpId: 'example.com',
+      origins: ['https://login.example.com'],
+      addresses: ['login.example.com:1280'],
+      trustedTls: true,
+    });
+
+    expect(s.isAvailable('login.example.com')).toBe(true);
+    expect(s.isAvailable('login.example.com:443')).toBe(true);
+    expect(s.unavailableReason('login.example.com:1280')).toMatch(
+      /^https:\/\/login\.example\.com:1280 is not one of the passkey origins .*webauthn\.origins/,
+    );
+    expect(refusal(() => s.siteFor('other.example.com'))).toMatch(
+      /^PASSKEYS_UNAVAILABLE: .*webauthn\.origins/,
+    );
+  });
+
+  test('an origin outside the derived rpId stops the start, naming webauthn.origins', () => {
+    expect(() =>
+      createWebauthnSettings({
+        origins: ['https://evil.org'],
+        addresses: ['localhost:1280'],
+        trustedTls: false,
+      }),
+    ).toThrow(/^webauthn\.origins \(SVC_WEBAUTHN_ORIGINS\): https:\/\/evil\.org is not localhost/);
+  });
 });

@@ -19,6 +19,7 @@ export interface WebauthnSettingsInput {
 }
 
 const RP_SETTING = 'webauthn.rpId (SVC_WEBAUTHN_RP_ID)';
+const ORIGINS_SETTING = 'webauthn.origins (SVC_WEBAUTHN_ORIGINS)';
 
 /** The host of `host:port` (IPv6 without brackets), lower case. */
 export function hostOf(address: string): string {
@@ -59,6 +60,9 @@ export function createWebauthnSettings(input: WebauthnSettingsInput) {
     rpId,
     origins: input.origins && input.origins.length > 0 ? input.origins : derivedOrigins,
   };
+  // The configuration checks origins against a configured rpId; a derived one is known only now.
+  const stray = site.origins.find((o) => !within(new URL(o).hostname, rpId));
+  if (stray) throw new Error(`${ORIGINS_SETTING}: ${stray} is not ${rpId} or under it (the rpId)`);
 
   /** Why passkeys cannot work for a request to `requestHost` (the Host header), or undefined. */
   function unavailableReason(requestHost: string): string | undefined {
@@ -75,8 +79,16 @@ export function createWebauthnSettings(input: WebauthnSettingsInput) {
         `(SVC_TLS_CERT), or use ${RP_SETTING} localhost`
       );
     }
+    // Every ceremony checks the page's origin against this list: a page served elsewhere always fails.
+    const origin = `https://${requestHost.trim().toLowerCase().replace(/:443$/, '')}`;
+    if (!site.origins.includes(origin)) {
+      return `${origin} is not one of the passkey origins (${site.origins.join(', ') || 'none'}): add it to ${ORIGINS_SETTING}`;
+    }
     return undefined;
   }
+
+  /** Whether a browser at `requestHost` (the Host header) can use passkeys (else pages do not offer them). */
+  const isAvailable = (requestHost: string) => unavailableReason(requestHost) === undefined;
 
   /** 409 PASSKEYS_UNAVAILABLE, naming the setting to change, when a browser would refuse. */
   function assertAvailable(requestHost: string): void {
@@ -87,6 +99,8 @@ export function createWebauthnSettings(input: WebauthnSettingsInput) {
   return {
     /** The configured or derived site, whatever the request. */
     site,
+    unavailableReason,
+    isAvailable,
     assertAvailable,
     /**
      * The site a request to `requestHost` (the Host header) runs its ceremony for, the same on
