@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { OwnApiSessionView } from '../schemas/session-views.js';
 import { ERROR_ID, errorLine, escapeHtml, field, LOGIN_STYLE } from './oidc-login-pages.js';
+import { scriptSourceFor } from './script-source.js';
 
 /** The login pages' look, and what the account page adds: navigation, facts, lists of items. */
 const STYLE = `${LOGIN_STYLE}
@@ -28,14 +29,15 @@ const styleHash = createHash('sha256').update(STYLE).digest('base64');
 /**
  * No framing, nothing from elsewhere: the stylesheet by its hash, images only inline (the QR
  * code), forms and fetches to this origin only, and a script only on the page that needs it, and
- * then only the one file (by its URL, not any same-origin script).
+ * then only the one file (by its URL, not any same-origin script; none at a Host unfit for the header).
  */
-function cspFor(ctx: Context, script: boolean): string {
+function cspFor(ctx: Context, withScript: boolean): string {
+  const script = withScript ? scriptSourceFor(ctx, ACCOUNT_SCRIPT_PATH) : undefined;
   return [
     "default-src 'none'",
     `style-src 'sha256-${styleHash}'`,
     'img-src data:',
-    script ? `script-src https://${ctx.host}${ACCOUNT_SCRIPT_PATH}` : '',
+    script ? `script-src ${script}` : '',
     script ? "connect-src 'self'" : '',
     "form-action 'self'",
     "frame-ancestors 'none'",
@@ -146,7 +148,7 @@ export function renderSignInPage(
   sendAccountPage(
     ctx,
     'Your account',
-    `<p>Sign in to see your identity, set up an authenticator app and manage where you are signed in.</p>
+    `<p>Sign in to see your identity, set up an authenticator app, add passkeys and manage where you are signed in.</p>
 <form method="post" action="/account/login"><button type="submit">Sign in</button></form>`,
     o,
   );

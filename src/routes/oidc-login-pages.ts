@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import { LOGIN_PATHS } from '../oidc/login-paths.js';
+import { scriptSourceFor } from './script-source.js';
 
 /**
  * The look of every login page: one column that fits a phone (inputs at 1rem so that mobile
@@ -44,13 +45,9 @@ const CSP = [
   "base-uri 'none'",
 ];
 
-/** A Host that can stand in a source expression as it is (a name or IPv4 address, a port). */
-const PLAIN_HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$/;
-
 function cspOf(ctx: Context, withPasskey: boolean): string {
-  // Every listener is HTTPS; a Host of any other shape gets no script at all.
-  if (!withPasskey || !PLAIN_HOST.test(ctx.host)) return CSP.join('; ');
-  const script = `https://${ctx.host}${LOGIN_PATHS.passkeyScript}`;
+  const script = withPasskey ? scriptSourceFor(ctx, LOGIN_PATHS.passkeyScript) : undefined;
+  if (!script) return CSP.join('; ');
   return [...CSP, `script-src ${script}`, "connect-src 'self'"].join('; ');
 }
 

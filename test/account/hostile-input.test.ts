@@ -81,4 +81,21 @@ describe('account page: hostile input is a 4xx, never a 5xx', () => {
     expect(res.status).toBe(400);
     expect(res.header('content-type')).toContain('text/html');
   });
+
+  test('a hostile Host header adds nothing to the CSP of the passkeys page', async () => {
+    const plain = await browser.get('/account/passkeys');
+    const host = new URL(origin).host;
+    expect(plain.header('content-security-policy')).toContain(
+      `script-src https://${host}/account/passkeys.js`,
+    );
+
+    const res = await browser.client.get('/account/passkeys', {
+      headers: { cookie: cookie(), host: `${host} 'unsafe-inline' https://evil.example` },
+    });
+    expect(res.status).toBeLessThan(500);
+    const csp = res.header('content-security-policy') ?? '';
+    expect(csp).not.toContain('unsafe-inline');
+    expect(csp).not.toContain('evil.example');
+    expect(csp).not.toContain('script-src');
+  });
 });
