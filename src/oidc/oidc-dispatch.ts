@@ -103,7 +103,10 @@ function rewriteAuthorizationQuery(ctx: Context): boolean {
   return true;
 }
 
-/** The provider's own limit on form bodies (`lib/shared/selective_body.js` of oidc-provider 9.13.3). */
+/**
+ * The provider's own limit on form bodies (56 KiB in oidc-provider 9.13.3): a body we hand on is
+ * never one the provider would have refused for its size, and one over it is refused here alike.
+ */
 const MAX_FORM_BYTES = 56 * 1024;
 
 async function readForm(req: IncomingMessage): Promise<Buffer | undefined> {
@@ -131,9 +134,10 @@ function controlCharacterIn(params: URLSearchParams): string | undefined {
 
 /**
  * The device authorization request (RFC 8628 §3.1) gets the authorization endpoint's adjustments in
- * its form body. The rewritten body is handed on as the request's stream: the provider reads a form
- * body by iterating the request (`lib/shared/selective_body.js` of oidc-provider 9.13.3), and a body it cannot read it refuses as
- * `invalid_request`, as it would have. Other content types go through untouched (the provider
+ * its form body. The rewritten body is handed on as the request's stream: the provider (9.13.3)
+ * reads a form body by iterating the request stream itself, not from a body parser before it, so a
+ * replaced stream is what it parses; a body it cannot read it refuses as `invalid_request`, as it
+ * would have. Other content types go through untouched (the provider
  * refuses them). False when the request was answered with an error.
  */
 async function rewriteDeviceAuthorizationBody(ctx: Context): Promise<boolean> {

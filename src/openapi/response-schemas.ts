@@ -29,7 +29,7 @@ import { authPolicyViewSchema } from '../schemas/policy-views.js';
 import {
   passkeyCreatedSchema,
   passkeyCreationOptionsSchema,
-  passkeyOptionsSchema,
+  passkeyRegistrationOptionsSchema,
   passkeySchema,
 } from '../schemas/passkey-views.js';
 import {
@@ -69,7 +69,7 @@ const views: Record<string, z.ZodType> = {
   RecoveryCodes: recoveryCodesSchema,
   Passkey: passkeySchema,
   PasskeyCreated: passkeyCreatedSchema,
-  PasskeyOptions: passkeyOptionsSchema,
+  PasskeyOptions: passkeyRegistrationOptionsSchema,
   PasskeyCreationOptions: passkeyCreationOptionsSchema,
   EnrolledCertificate: enrolledCertificateSchema,
   PasskeyRequestOptions: passkeyRequestOptionsSchema,

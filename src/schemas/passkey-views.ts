@@ -48,12 +48,12 @@ export const passkeyCreationOptionsSchema = z.object({
 });
 
 /** The creation options, and warnings for the person (passkeys of another rpId). */
-export const passkeyOptionsSchema = z.object({
+export const passkeyRegistrationOptionsSchema = z.object({
   options: passkeyCreationOptionsSchema,
   warnings: stringList,
 });
 
 export type PasskeyView = z.infer<typeof passkeySchema>;
 export type PasskeyCreatedView = z.infer<typeof passkeyCreatedSchema>;
-export type PasskeyOptionsView = z.infer<typeof passkeyOptionsSchema>;
+export type PasskeyOptionsView = z.infer<typeof passkeyRegistrationOptionsSchema>;
 export type PasskeyCreationOptionsView = z.infer<typeof passkeyCreationOptionsSchema>;

@@ -7,10 +7,11 @@ import { inTransaction, RETRY_DEADLOCKS, type AfterCommit } from '../db/transact
 import { AppError } from '../errors/app-error.js';
 import {
   authenticatorListRepository,
+  toListedPasskey,
   type ListedAuthenticator,
 } from '../repositories/authenticator-list-repository.js';
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
-import { passkeysRepository, type Passkey } from '../repositories/passkeys-repository.js';
+import { passkeysRepository } from '../repositories/passkeys-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
 import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import { blockCertificatesOf } from './certificate-blocks.js';
@@ -73,24 +74,6 @@ function thumbprintsOf(authenticators: Authenticator[]): Set<string> {
   return thumbprints;
 }
 
-/** A passkey as an entry of `/authenticators`. */
-const listedPasskey = (p: Passkey): ListedAuthenticator => ({
-  id: p.id,
-  identityId: p.identityId,
-  method: 'passkey',
-  username: null,
-  passwordHash: null,
-  certFingerprint: null,
-  certTbsSha256: null,
-  certPem: null,
-  caId: null,
-  isExtendable: false,
-  createdAt: p.createdAt,
-  updatedAt: p.lastUsedAt ?? p.createdAt,
-  passkeyName: p.name,
-  lastUsedAt: p.lastUsedAt,
-});
-
 /** `/authenticators`: list, detail, delete; passkeys are listed and deleted here too. */
 export function createAuthenticatorService({
   knex,
@@ -129,7 +112,7 @@ export function createAuthenticatorService({
       if (authenticator) return authenticatorView(authenticator);
       const passkey = await passkeysRepository.findById(knex, id);
       if (!passkey) throw new AppError('NOT_FOUND');
-      return authenticatorView(listedPasskey(passkey));
+      return authenticatorView(toListedPasskey(passkey));
     },
 
     /**
