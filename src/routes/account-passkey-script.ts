@@ -1,3 +1,5 @@
+import { WEBAUTHN_SCRIPT_PRELUDE } from './webauthn-script-prelude.js';
+
 /**
  * The account page's one script (`/account/passkeys.js`), served by the controller itself: it
  * adds a passkey. It asks this origin for creation options, lets the browser create the credential
@@ -12,47 +14,7 @@ export const ACCOUNT_PASSKEY_SCRIPT = `'use strict';
   var status = document.getElementById('add-passkey-status');
   var nameInput = document.getElementById('passkey-name');
   var csrf = form.querySelector('input[name=csrf]').value;
-
-  function b64urlToBytes(s) {
-    var b64 = s.replace(/-/g, '+').replace(/_/g, '/');
-    while (b64.length % 4) b64 += '=';
-    var bin = atob(b64);
-    var out = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-    return out.buffer;
-  }
-  function bytesToB64url(buf) {
-    var bytes = new Uint8Array(buf);
-    var bin = '';
-    for (var i = 0; i < bytes.length; i++) bin += String.fromCharCode(bytes[i]);
-    return btoa(bin).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
-  }
-  function creationOptions(json) {
-    if (PublicKeyCredential.parseCreationOptionsFromJSON) return PublicKeyCredential.parseCreationOptionsFromJSON(json);
-    var o = Object.assign({}, json);
-    o.challenge = b64urlToBytes(json.challenge);
-    o.user = Object.assign({}, json.user, { id: b64urlToBytes(json.user.id) });
-    o.excludeCredentials = (json.excludeCredentials || []).map(function (c) {
-      return Object.assign({}, c, { id: b64urlToBytes(c.id) });
-    });
-    return o;
-  }
-  function responseJSON(cred) {
-    if (typeof cred.toJSON === 'function') return cred.toJSON();
-    var r = cred.response;
-    return {
-      id: cred.id,
-      rawId: bytesToB64url(cred.rawId),
-      type: cred.type,
-      authenticatorAttachment: cred.authenticatorAttachment || undefined,
-      clientExtensionResults: cred.getClientExtensionResults(),
-      response: {
-        clientDataJSON: bytesToB64url(r.clientDataJSON),
-        attestationObject: bytesToB64url(r.attestationObject),
-        transports: r.getTransports ? r.getTransports() : [],
-      },
-    };
-  }
+${WEBAUTHN_SCRIPT_PRELUDE}
   function show(message, isError) {
     status.textContent = message;
     status.className = isError ? 'error' : 'notice';
@@ -82,9 +44,11 @@ export const ACCOUNT_PASSKEY_SCRIPT = `'use strict';
     show('Follow your browser’s prompt to create the passkey…', false);
     try {
       var started = await post('/account/passkeys/options', {});
-      var credential = await navigator.credentials.create({ publicKey: creationOptions(started.options) });
+      var credential = await navigator.credentials.create({
+        publicKey: webauthnJson.publicKeyOf('create', started.options),
+      });
       if (!credential) throw new Error('no passkey was created');
-      await post('/account/passkeys/register', { name: name, response: responseJSON(credential) });
+      await post('/account/passkeys/register', { name: name, response: webauthnJson.jsonOf(credential) });
       window.location.assign('/account/passkeys?done=passkey-added');
     } catch (err) {
       var message = err && err.name === 'NotAllowedError'

@@ -52,7 +52,7 @@ function cspOf(ctx: Context, withPasskey: boolean): string {
 }
 
 /**
- * A form for the passkey script (routes/passkey-script.ts): hidden until the script shows it, so
+ * A form for the passkey script (routes/login-passkey-script.ts): hidden until the script shows it, so
  * a browser without script (or without passkeys) sees only what works without them.
  */
 export function passkeyForm(p: {

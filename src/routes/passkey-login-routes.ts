@@ -9,7 +9,7 @@ import { passkeyAssertionSchema, passkeyLoginRegisterSchema } from '../schemas/p
 import { parseInput } from '../schemas/parse-input.js';
 import { configTypesOf, isHtmlForm, wantsHtml } from './oidc-login-http.js';
 import { renderLoginPage, renderSessionLimitPage } from './oidc-login-pages.js';
-import { servePasskeyScript } from './passkey-script.js';
+import { servePasskeyScript } from './login-passkey-script.js';
 import { passkeyLoginFor, passkeysAvailableAt } from './primary-logins.js';
 import type { RouteDeps } from './route-deps.js';
 

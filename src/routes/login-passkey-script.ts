@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { WEBAUTHN_SCRIPT_PRELUDE } from './webauthn-script-prelude.js';
 
 /**
  * The login pages' one script (served at LOGIN_PATHS.passkeyScript, from this file, never from
@@ -11,57 +12,9 @@ import type { Context } from 'koa';
  *   data-passkey="create"   navigator.credentials.create (a passkey registered mid-flow)
  *   data-options            where to GET the options (JSON) for this ceremony
  */
-export const PASSKEY_SCRIPT = `'use strict';
+export const LOGIN_PASSKEY_SCRIPT = `'use strict';
 (function () {
-  var b64 = {
-    toBuffer: function (s) {
-      var t = s.replace(/-/g, '+').replace(/_/g, '/');
-      var bin = atob(t + '==='.slice((t.length + 3) % 4));
-      var out = new Uint8Array(bin.length);
-      for (var i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-      return out.buffer;
-    },
-    fromBuffer: function (buf) {
-      var bytes = new Uint8Array(buf), bin = '';
-      for (var i = 0; i < bytes.length; i++) bin += String.fromCharCode(bytes[i]);
-      return btoa(bin).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
-    }
-  };
-  function descriptors(list) {
-    return (list || []).map(function (c) {
-      return { id: b64.toBuffer(c.id), type: c.type, transports: c.transports };
-    });
-  }
-  function publicKeyOf(kind, o) {
-    var P = window.PublicKeyCredential;
-    if (kind === 'get' && P.parseRequestOptionsFromJSON) return P.parseRequestOptionsFromJSON(o);
-    if (kind === 'create' && P.parseCreationOptionsFromJSON) return P.parseCreationOptionsFromJSON(o);
-    var k = Object.assign({}, o, { challenge: b64.toBuffer(o.challenge) });
-    if (kind === 'get') k.allowCredentials = descriptors(o.allowCredentials);
-    else {
-      k.user = Object.assign({}, o.user, { id: b64.toBuffer(o.user.id) });
-      k.excludeCredentials = descriptors(o.excludeCredentials);
-    }
-    return k;
-  }
-  function jsonOf(cred) {
-    if (typeof cred.toJSON === 'function') return cred.toJSON();
-    var r = cred.response, response = { clientDataJSON: b64.fromBuffer(r.clientDataJSON) };
-    if (r.attestationObject) {
-      response.attestationObject = b64.fromBuffer(r.attestationObject);
-      if (r.getTransports) response.transports = r.getTransports();
-    } else {
-      response.authenticatorData = b64.fromBuffer(r.authenticatorData);
-      response.signature = b64.fromBuffer(r.signature);
-      if (r.userHandle) response.userHandle = b64.fromBuffer(r.userHandle);
-    }
-    return {
-      id: cred.id, rawId: b64.fromBuffer(cred.rawId), type: cred.type, response: response,
-      authenticatorAttachment: cred.authenticatorAttachment || undefined,
-      clientExtensionResults: cred.getClientExtensionResults()
-    };
-  }
-  function start(form) {
+${WEBAUTHN_SCRIPT_PRELUDE}  function start(form) {
     var kind = form.getAttribute('data-passkey');
     var status = form.querySelector('[data-passkey-status]');
     function fail(message) {
@@ -78,12 +31,12 @@ export const PASSKEY_SCRIPT = `'use strict';
           });
         })
         .then(function (options) {
-          var publicKey = publicKeyOf(kind, options);
+          var publicKey = webauthnJson.publicKeyOf(kind, options);
           return kind === 'get' ? navigator.credentials.get({ publicKey: publicKey }) : navigator.credentials.create({ publicKey: publicKey });
         })
         .then(function (cred) {
           if (!cred) throw new Error('no passkey was chosen');
-          form.elements.passkey.value = JSON.stringify(jsonOf(cred));
+          form.elements.passkey.value = JSON.stringify(webauthnJson.jsonOf(cred));
           form.submit();
         })
         .catch(function (err) {
@@ -103,5 +56,5 @@ export function servePasskeyScript(ctx: Context): void {
   ctx.type = 'text/javascript; charset=utf-8';
   ctx.set('cache-control', 'public, max-age=3600');
   ctx.set('x-content-type-options', 'nosniff');
-  ctx.body = PASSKEY_SCRIPT;
+  ctx.body = LOGIN_PASSKEY_SCRIPT;
 }
