@@ -369,7 +369,8 @@ export const configSchema = z.object({
         .meta({
           description:
             'Origins (https://host[:port], comma-separated in the variable) whose pages may register and ' +
-            'use passkeys.',
+            'use passkeys: each exactly https://host[:port] (no path, trailing slash, query or user ' +
+            'name), its host webauthn.rpId or a name under it; checked at start.',
           unset: 'every bind point under webauthn.rpId, as https://host:port (no :443)',
           examples: [['https://login.example.com']],
         }),
