@@ -80,6 +80,7 @@ export function createPasskeySteps(deps: PasskeyStepsDeps) {
         { id: identity.id, name: identity.name },
         ceremonyOf(pending),
         deps.siteOf(ctx),
+        { firstOnly: true },
       );
       return options;
     },
@@ -91,10 +92,13 @@ export function createPasskeySteps(deps: PasskeyStepsDeps) {
       input: { name?: string; response: unknown },
     ): Promise<Progress> {
       const progress = await deps.readyToBind(ctx, pending, PASSKEY_BINDING);
-      await deps.passkeys.register(progress.identity.id, ceremonyOf(pending), deps.siteOf(ctx), {
-        name: input.name ?? DEFAULT_PASSKEY_NAME,
-        response: input.response,
-      });
+      await deps.passkeys.register(
+        progress.identity.id,
+        ceremonyOf(pending),
+        deps.siteOf(ctx),
+        { name: input.name ?? DEFAULT_PASSKEY_NAME, response: input.response },
+        { firstOnly: true },
+      );
       satisfy(progress.state, FACTORS.passkey);
       return progress;
     },

@@ -86,6 +86,40 @@ describe('a policy that requires a passkey (secondary.requirePasskey; an extensi
     expect(listed.map((p) => p.name)).toEqual(['phone']);
   });
 
+  test('with a passkey registered, the password alone cannot register another one (options or finish)', async () => {
+    const user = await createUser(server, 'rp-has-one', passkeyPolicy);
+    const attacker = authenticatorFor(server);
+    // A registration begun while the identity had none, finished after its first passkey exists.
+    const { started: before } = await passwordStep(client, user);
+    const pending = await registrationOptions(before.authRequestId);
+    await registerPasskey(server, user);
+    const { started, response } = await passwordStep(client, user);
+
+    const options = await registrationOptions(started.authRequestId);
+    const late = await finishRegistration(before.authRequestId, await attacker.register(pending.body));
+
+    expect(response.body).toEqual({ authQueries: [requiredQuery(true)] });
+    expectError(options, { status: 400, code: 'INVALID_AUTH_REQUEST' });
+    expectError(late, { status: 400, code: 'INVALID_AUTH_REQUEST' });
+    expect(await server.app.services.passkeys.count(user.id)).toBe(1);
+  });
+
+  test('two parallel mid-flow registrations: only the first passkey is added', async () => {
+    const user = await createUser(server, 'rp-parallel', passkeyPolicy);
+    const logins = await Promise.all([passwordStep(client, user), passwordStep(client, user)]);
+    const made = await Promise.all(
+      logins.map(async ({ started }) => {
+        const options = await registrationOptions(started.authRequestId);
+        return { id: started.authRequestId, passkey: await authenticatorFor(server).register(options.body) };
+      }),
+    );
+
+    const finished = await Promise.all(made.map((m) => finishRegistration(m.id, m.passkey)));
+
+    expect(finished.map((r) => r.status).sort()).toEqual([303, 400]);
+    expect(await server.app.services.passkeys.count(user.id)).toBe(1);
+  });
+
   test('registration is refused while another factor is owed, and allowed once it is paid', async () => {
     const { userOf, jwtOf } = extJwtHelpers(() => ({ server, api, idp, policy: withJwtPolicy }));
     const user = await userOf('rp-jwt-first');

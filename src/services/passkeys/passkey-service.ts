@@ -114,6 +114,20 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * a ceremony, once. Failures of assertions are not counted here: the login counts them (per
  * address for passwordless, per identity for a second factor).
  */
+/**
+ * `firstOnly`: the registration a login makes mid-flow, which only a password paid. It may add the
+ * identity's first passkey, never a further one (that takes a passkey, or a recent sign-in on the
+ * account page).
+ */
+export interface RegistrationScope {
+  firstOnly?: boolean;
+}
+
+const alreadyHasOne = () =>
+  new AppError('INVALID_AUTH_REQUEST', {
+    message: 'the identity already has a passkey: sign in with it instead of registering another',
+  });
+
 export function createPasskeyService({
   knex,
   rpName,
@@ -155,7 +169,11 @@ export function createPasskeyService({
     identity: { id: string; name: string },
     c: Ceremony,
     site: WebauthnSite,
+    opts: RegistrationScope = {},
   ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; warnings: string[] }> {
+    if (opts.firstOnly && (await passkeysRepository.countForIdentity(knex, identity.id)) > 0) {
+      throw alreadyHasOne();
+    }
     const handle = await webauthnUserHandlesRepository.findOrCreate(
       knex,
       identity.id,
@@ -189,9 +207,10 @@ export function createPasskeyService({
     c: Ceremony,
     site: WebauthnSite,
     input: { name: string; response: unknown },
+    opts: RegistrationScope = {},
   ): Promise<PasskeyView> {
     try {
-      const view = await registerChecked(identityId, c, site, input);
+      const view = await registerChecked(identityId, c, site, input, opts);
       audit.record({ event: 'passkey.registered', identityId, passkeyId: view.id, rpId: site.rpId });
       return view;
     } catch (err) {
@@ -211,6 +230,7 @@ export function createPasskeyService({
     c: Ceremony,
     site: WebauthnSite,
     input: { name: string; response: unknown },
+    opts: RegistrationScope,
   ): Promise<PasskeyView> {
     const parsed = registrationResponseSchema.safeParse(input.response);
     if (!parsed.success) throw refusedRegistration('the response is not a WebAuthn registration response');
@@ -245,6 +265,12 @@ export function createPasskeyService({
     if (credential.id !== response.id) throw refusedRegistration('the credential id does not match');
     const created = await withConstraintErrors(() =>
       inTransaction(knex, async (trx, afterCommit) => {
+        if (opts.firstOnly) {
+          // The identity row is locked until commit: of two parallel first registrations, the
+          // second waits here and then sees the first one's passkey.
+          await passkeysRepository.lockIdentity(trx, identityId);
+          if ((await passkeysRepository.countForIdentity(trx, identityId)) > 0) throw alreadyHasOne();
+        }
         const passkey = await passkeysRepository.insert(
           trx,
           {
