@@ -14,6 +14,7 @@ import {
   enrollTotp,
   extJwtHelpers,
   postTotp,
+  totpQuery,
   tokensFrom,
   type Idp,
 } from '../second-factors/factor-fixtures.js';
@@ -142,20 +143,42 @@ describe('a policy that requires a passkey (secondary.requirePasskey; an extensi
     expect(created.status).toBe(303);
   });
 
+  test('with verified TOTP and no passkey: its code is owed before the registration and does not pay it', async () => {
+    const user = await createUser(server, 'rp-totp-first', passkeyPolicy);
+    const totp = await enrollTotp(server, user);
+    const authenticator = authenticatorFor(server);
+    const { started, response } = await passwordStep(client, user);
+
+    const early = await registrationOptions(started.authRequestId);
+    const code = await postTotp(client, started.authRequestId, await totpCode(totp.url, totp.step + 1));
+    const options = await registrationOptions(started.authRequestId);
+    const created = await finishRegistration(
+      started.authRequestId,
+      await authenticator.register(options.body),
+    );
+    const tokens = await tokensFrom(client, started, created);
+
+    expect(response.body).toEqual({ authQueries: [totpQuery(true), requiredQuery(false)] });
+    const refused = expectError(early, { status: 400, code: 'INVALID_AUTH_REQUEST' });
+    expect(refused.message).toContain('satisfy the other owed factors');
+    expect(code.status).toBe(200);
+    expect(code.body).toEqual({ authQueries: [requiredQuery(false)] });
+    expect(created.status).toBe(303);
+    expect([...payloadOf(tokens.id_token).amr].sort()).toEqual(['mfa', 'otp', 'pop', 'pwd']);
+  });
+
   test('a TOTP code does not pay it; a registered passkey does', async () => {
     const user = await createUser(server, 'rp-has-both', passkeyPolicy);
     const totp = await enrollTotp(server, user);
+    const authenticator = await registerPasskey(server, user);
     const { started, response } = await passwordStep(client, user);
 
     const code = await postTotp(client, started.authRequestId, await totpCode(totp.url, totp.step + 1));
-    const authenticator = await registerPasskey(server, user);
-    const owed = await client.get(`/oidc/login/auth-queries?authRequestID=${started.authRequestId}`);
     const done = await assertAt(client, started.authRequestId, authenticator);
 
-    expect(response.body).toEqual({ authQueries: [requiredQuery(false)] });
+    expect(response.body).toEqual({ authQueries: [requiredQuery(true)] });
     expect(code.status).toBe(200);
-    expect(code.body).toEqual({ authQueries: [requiredQuery(false)] });
-    expect(owed.body).toEqual({ authQueries: [requiredQuery(true)] });
+    expect(code.body).toEqual({ authQueries: [requiredQuery(true)] });
     expect(done.status).toBe(303);
   });
 
