@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import type { PasskeyFactor } from '../services/mfa/passkey-factor.js';
-import type { PasskeyService } from '../services/passkeys/passkey-service.js';
+import { creationOptionsView, type PasskeyService } from '../services/passkeys/passkey-service.js';
 import type { WebauthnSite } from '../services/passkeys/webauthn-settings.js';
 import { PASSKEY_BINDING, type BindableFactor } from './factor-binding.js';
 import type { PendingLogin, Progress } from './login-flow.js';
@@ -82,7 +82,8 @@ export function createPasskeySteps(deps: PasskeyStepsDeps) {
         deps.siteOf(ctx),
         { firstOnly: true },
       );
-      return options;
+      // The same shape as the client API's options (passkey-views.ts).
+      return creationOptionsView(options);
     },
 
     /** `POST passkey/register`: the new passkey is the identity's, and pays the factor it registers. */

@@ -82,6 +82,18 @@ describe('a policy that requires a passkey (secondary.requirePasskey; an extensi
     // No code pays this factor: the header of the TOTP step is not sent.
     expect(response.header('totp-required')).toBeUndefined();
     expect(options.body).toMatchObject({ rp: { id: 'localhost' }, user: { name: 'rp-register' } });
+    // The documented creation options of the client API, not the library's raw object (`hints`).
+    expect(Object.keys(options.body).sort()).toEqual([
+      'attestation',
+      'authenticatorSelection',
+      'challenge',
+      'excludeCredentials',
+      'extensions',
+      'pubKeyCredParams',
+      'rp',
+      'timeout',
+      'user',
+    ]);
     expect(created.status).toBe(303);
     expect([...payloadOf(tokens.id_token).amr].sort()).toEqual(['mfa', 'pop', 'pwd']);
     expect(listed.map((p) => p.name)).toEqual(['phone']);
