@@ -36,7 +36,8 @@ const DEFAULT_PASSKEY_NAME = 'Passkey';
  *                    required); after it: the identity's passkeys, when the login owes a factor
  *                    that a passkey pays
  *   assertionStep    the second factor: pays the TOTP code or the policy's required passkey
- *   registration     mid-flow, only when a required passkey is all the login owes
+ *   registration     mid-flow, only when a required passkey is all the login owes and the
+ *                    identity has none yet (its first passkey; never a further one)
  *
  * The passwordless assertion itself is a primary step (login-flow.ts, routes/primary-logins.ts).
  */

@@ -55,7 +55,8 @@ export function passkeyRoutes(): RouteDoc[] {
       description:
         `${EXTENSION} The response must answer options of the same API session, within 5 minutes, once; ` +
         'from one of `webauthn.origins`, for `webauthn.rpId`. A response that does not verify: 400 ' +
-        `\`PASSKEY_REGISTRATION_FAILED\`; a credential already registered: 409 \`CONFLICT\`. ${RECENT}`,
+        '`PASSKEY_REGISTRATION_FAILED` (so is a credential another identity holds); one the caller already ' +
+        `registered: 409 \`CONFLICT\`. ${RECENT}`,
       tag: TAG,
       access: 'authenticated',
       body: { schema: ref('PasskeyRegister') },
