@@ -17,9 +17,13 @@ export const TOTP_BINDING: BindableFactor = {
   owedName: 'a TOTP code',
 };
 
-/** A passkey a policy requires (`isPasskeyRegistered`; an extension beyond the specification). */
+/**
+ * A passkey a policy requires, not registered yet (`isPasskeyRegistered: false`; an extension beyond
+ * the specification). The query for a registered one (`true`) asks for an assertion, never for a
+ * new passkey: matching it too would let a password alone add a passkey of the caller's choosing.
+ */
 export const PASSKEY_BINDING: BindableFactor = {
-  matches: (q) => q.typeId === 'MFA' && 'isPasskeyRegistered' in q,
+  matches: (q) => q.typeId === 'MFA' && q.isPasskeyRegistered === false,
   owedName: 'a passkey',
 };
 
@@ -34,7 +38,7 @@ export function owesOnly(owed: Pick<OwedFactors, 'authQueries'>, factor: Bindabl
 const describeQuery = (q: AuthQuery) =>
   q.typeId === 'EXT-JWT'
     ? `EXT-JWT (signer ${String(q.id)})`
-    : PASSKEY_BINDING.matches(q)
+    : 'isPasskeyRegistered' in q
       ? 'MFA (a passkey)'
       : q.typeId;
 

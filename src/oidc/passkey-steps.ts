@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { AppError } from '../errors/app-error.js';
 import type { PasskeyFactor } from '../services/mfa/passkey-factor.js';
-import type { PasskeyService } from '../services/passkeys/passkey-service.js';
+import { creationOptionsView, type PasskeyService } from '../services/passkeys/passkey-service.js';
 import type { WebauthnSite } from '../services/passkeys/webauthn-settings.js';
 import { PASSKEY_BINDING, type BindableFactor } from './factor-binding.js';
 import type { PendingLogin, Progress } from './login-flow.js';
@@ -36,7 +36,8 @@ const DEFAULT_PASSKEY_NAME = 'Passkey';
  *                    required); after it: the identity's passkeys, when the login owes a factor
  *                    that a passkey pays
  *   assertionStep    the second factor: pays the TOTP code or the policy's required passkey
- *   registration     mid-flow, only when a required passkey is all the login owes
+ *   registration     mid-flow, only when a required passkey is all the login owes and the
+ *                    identity has none yet (its first passkey; never a further one)
  *
  * The passwordless assertion itself is a primary step (login-flow.ts, routes/primary-logins.ts).
  */
@@ -80,8 +81,10 @@ export function createPasskeySteps(deps: PasskeyStepsDeps) {
         { id: identity.id, name: identity.name },
         ceremonyOf(pending),
         deps.siteOf(ctx),
+        { firstOnly: true },
       );
-      return options;
+      // The same shape as the client API's options (passkey-views.ts).
+      return creationOptionsView(options);
     },
 
     /** `POST passkey/register`: the new passkey is the identity's, and pays the factor it registers. */
@@ -91,10 +94,13 @@ export function createPasskeySteps(deps: PasskeyStepsDeps) {
       input: { name?: string; response: unknown },
     ): Promise<Progress> {
       const progress = await deps.readyToBind(ctx, pending, PASSKEY_BINDING);
-      await deps.passkeys.register(progress.identity.id, ceremonyOf(pending), deps.siteOf(ctx), {
-        name: input.name ?? DEFAULT_PASSKEY_NAME,
-        response: input.response,
-      });
+      await deps.passkeys.register(
+        progress.identity.id,
+        ceremonyOf(pending),
+        deps.siteOf(ctx),
+        { name: input.name ?? DEFAULT_PASSKEY_NAME, response: input.response },
+        { firstOnly: true },
+      );
       satisfy(progress.state, FACTORS.passkey);
       return progress;
     },

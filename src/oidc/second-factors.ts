@@ -1,10 +1,13 @@
 import { isAppError } from '../errors/app-error.js';
 import type { Challenge } from '../errors/www-authenticate.js';
-import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
 import type { ExternalJwtSigner } from '../repositories/external-jwt-signers-repository.js';
 import type { Identity } from '../repositories/identities-repository.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
-import type { TotpService } from '../services/mfa/totp-service.js';
+import {
+  secondFactorRequirement,
+  type AuthPolicy,
+  type SecondFactorRequirementDeps,
+} from '../services/mfa/second-factor-requirement.js';
 import type { AuditTrail } from '../services/audit-trail.js';
 import { LOGIN_PATHS } from './login-paths.js';
 import { credentialName, type AuthQuery, type LoginState } from './login-state.js';
@@ -24,10 +27,7 @@ export interface OwedFactors {
   challenges: Challenge[];
 }
 
-export interface SecondFactorsDeps {
-  totp: Pick<TotpService, 'requirement'>;
-  /** How many passkeys an identity has registered. */
-  passkeys: { count(identityId: string): Promise<number> };
+export interface SecondFactorsDeps extends SecondFactorRequirementDeps {
   extJwt: Pick<ExtJwtMethod, 'checkSecondary'>;
   findSigner: (id: string) => Promise<ExternalJwtSigner | undefined>;
   audit?: AuditTrail;
@@ -60,9 +60,12 @@ export const passkeyQuery = (isPasskeyRegistered: boolean): AuthQuery => {
   return { typeId: 'MFA', provider: 'svc', ...passkey, passkey, isPasskeyRegistered };
 };
 
-/** A query that a passkey assertion of the identity pays. */
+/**
+ * A query that a passkey assertion of the identity pays: an MFA query with the `passkey` member,
+ * except the one that asks to register the first passkey (the identity has none to assert).
+ */
 export const payableByPasskey = (q: AuthQuery): boolean =>
-  q.typeId === 'MFA' && (q.passkey as { httpUrl?: unknown } | undefined)?.httpUrl === LOGIN_PATHS.passkey;
+  q.typeId === 'MFA' && q.passkey !== undefined && q.isPasskeyRegistered !== false;
 
 /** The secondary external JWT query: where the client gets the JWT. */
 export function extJwtQuery(signerId: string, signer: ExternalJwtSigner | undefined): AuthQuery {
@@ -92,9 +95,10 @@ export function satisfy(
 }
 
 /**
- * Second factors of the OIDC login: TOTP when the policy requires it or the identity has
- * verified TOTP (a verified configuration always counts), and the policy's secondary
- * external JWT, taken from the `Authorization: Bearer` values of the request at hand.
+ * Second factors of the OIDC login: the MFA step (secondFactorRequirement: a passkey when the
+ * policy requires one, else TOTP when the policy requires it or the identity has verified TOTP,
+ * which a passkey of the identity pays as well), and the policy's secondary external JWT, taken
+ * from the `Authorization: Bearer` values of the request at hand.
  */
 export function createSecondFactors(deps: SecondFactorsDeps) {
   /** Undefined when a JWT among `tokens` satisfies the factor, else the challenges to send. */
@@ -114,29 +118,36 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
   }
 
   /**
-   * The MFA query, if one is owed: a passkey when the policy requires one (a TOTP code does not
-   * pay it), else TOTP, which a passkey of the identity pays as well (the `passkey` member; absent
-   * when the identity has none, so the query is exactly the specification's). The second member
-   * says whether it is a factor still to be bound (enrolled or registered).
+   * The MFA step of this login, as OIDC auth queries (secondFactorRequirement): `owed`, a factor
+   * to pay now (a TOTP code, a passkey assertion), and `toBind`, a factor still to be enrolled or
+   * registered, which waits until it is all that is owed. Under `requirePasskey`, a verified TOTP
+   * of an identity without a passkey is owed first; its code unlocks the registration but does
+   * not pay the passkey.
    */
-  async function mfaQuery(
+  async function mfaQueries(
     identity: Identity,
     policy: AuthPolicy,
     state: LoginState,
-  ): Promise<[AuthQuery, boolean] | undefined> {
-    if (state.satisfied.includes(FACTORS.passkey.satisfied)) return undefined;
-    const hasPasskey = async () => (await deps.passkeys.count(identity.id)) > 0;
-    if (policy.secondary.requirePasskey) {
-      const registered = await hasPasskey();
-      return [passkeyQuery(registered), !registered];
+  ): Promise<{ owed?: AuthQuery; toBind?: AuthQuery }> {
+    if (state.satisfied.includes(FACTORS.passkey.satisfied)) return {};
+    const totpPaid = state.satisfied.includes(FACTORS.totp.satisfied);
+    const need = await secondFactorRequirement(deps, identity.id, policy);
+    switch (need.kind) {
+      case 'none':
+        return {};
+      case 'passkey':
+        if (need.registered) return { owed: passkeyQuery(true) };
+        return need.totpFirst && !totpPaid
+          ? { owed: totpQuery(true), toBind: passkeyQuery(false) }
+          : { toBind: passkeyQuery(false) };
+      case 'totp': {
+        if (totpPaid) return {};
+        const query = need.hasPasskey
+          ? { ...totpQuery(need.verified), passkey: PASSKEY_MEMBER }
+          : totpQuery(need.verified);
+        return need.verified ? { owed: query } : { toBind: query };
+      }
     }
-    if (state.satisfied.includes(FACTORS.totp.satisfied)) return undefined;
-    const totp = await deps.totp.requirement(identity.id, policy);
-    if (!totp.required) return undefined;
-    const query = (await hasPasskey())
-      ? { ...totpQuery(totp.verified), passkey: PASSKEY_MEMBER }
-      : totpQuery(totp.verified);
-    return [query, !totp.verified];
   }
 
   /**
@@ -152,10 +163,8 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
     tokens: string[],
   ): Promise<OwedFactors> {
     const owed: OwedFactors = { authQueries: [], challenges: [] };
-    let enrollment: AuthQuery | undefined;
-    const mfa = await mfaQuery(identity, policy, state);
-    if (mfa?.[1]) enrollment = mfa[0];
-    else if (mfa) owed.authQueries.push(mfa[0]);
+    const mfa = await mfaQueries(identity, policy, state);
+    if (mfa.owed) owed.authQueries.push(mfa.owed);
     const signerId = policy.secondary.requireExtJwt;
     if (signerId && !state.satisfied.includes(FACTORS.extJwt.satisfied)) {
       const failure = await extJwtFailure(tokens, signerId, identity);
@@ -176,7 +185,7 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
         owed.challenges.push(...failure);
       }
     }
-    if (enrollment) owed.authQueries.push(enrollment);
+    if (mfa.toBind) owed.authQueries.push(mfa.toBind);
     return owed;
   }
 

@@ -12,6 +12,16 @@ const RECENT =
   'At an IP address, a host outside `webauthn.rpId`, or an rpId other than localhost without `tls.cert`: ' +
   '409 `PASSKEYS_UNAVAILABLE`, naming the setting.';
 
+const RECENT_CHANGE =
+  'Needs a sign-in within the last 5 minutes, or the password (`password`) or a TOTP or recovery code ' +
+  '(`code`) in the body, checked and counted as at a login; otherwise 403 `REAUTHENTICATION_REQUIRED`.';
+const CHANGE_ERRORS = [
+  'REAUTHENTICATION_REQUIRED',
+  'INVALID_AUTH',
+  'MFA_INVALID_TOKEN',
+  'RATE_LIMITED',
+] as const;
+
 /** The caller's own passkeys. */
 export function passkeyRoutes(): RouteDoc[] {
   return [
@@ -45,7 +55,8 @@ export function passkeyRoutes(): RouteDoc[] {
       description:
         `${EXTENSION} The response must answer options of the same API session, within 5 minutes, once; ` +
         'from one of `webauthn.origins`, for `webauthn.rpId`. A response that does not verify: 400 ' +
-        `\`PASSKEY_REGISTRATION_FAILED\`; a credential already registered: 409 \`CONFLICT\`. ${RECENT}`,
+        '`PASSKEY_REGISTRATION_FAILED` (so is a credential another identity holds); one the caller already ' +
+        `registered: 409 \`CONFLICT\`. ${RECENT}`,
       tag: TAG,
       access: 'authenticated',
       body: { schema: ref('PasskeyRegister') },
@@ -79,22 +90,25 @@ export function passkeyRoutes(): RouteDoc[] {
       path: `${PASSKEYS}/:id`,
       operationId: 'renamePasskey',
       summary: 'Rename one of the caller’s passkeys',
-      description: `${EXTENSION} Another identity's passkey is 404, as an unknown id is.`,
+      description: `${EXTENSION} Another identity's passkey is 404, as an unknown id is. ${RECENT_CHANGE}`,
       tag: TAG,
       access: 'authenticated',
       body: { schema: ref('PasskeyRename') },
       response: dataResponse('The passkey.', 'Passkey'),
+      errors: [...CHANGE_ERRORS],
     },
     {
       method: 'delete',
       path: `${PASSKEYS}/:id`,
       operationId: 'deletePasskey',
       summary: 'Remove one of the caller’s passkeys',
-      description: `${EXTENSION} Another identity's passkey is 404, as an unknown id is.`,
+      description: `${EXTENSION} Another identity's passkey is 404, as an unknown id is. ${RECENT_CHANGE}`,
       tag: TAG,
       access: 'authenticated',
       parsesBody: true,
+      body: { schema: ref('PasskeyRemoveBody'), required: false },
       response: emptyResponse('Removed.'),
+      errors: [...CHANGE_ERRORS],
     },
   ];
 }

@@ -25,6 +25,7 @@ import { passkeyAssertionSchema, passkeyLoginSchema } from '../schemas/passkey-l
 import {
   passkeyOptionsSchema,
   passkeyRegisterSchema,
+  passkeyRemoveSchema,
   passkeyRenameSchema,
 } from '../schemas/passkey-schemas.js';
 import { POLICY_IGNORED_MEMBERS, policyCreateSchema, policyPatchSchema } from '../schemas/policy-schemas.js';
@@ -98,7 +99,15 @@ export const requestSchemas: Record<string, JsonSchema> = {
     password: 'The password, when the sign-in is older than 5 minutes.',
     code: 'Or a TOTP or recovery code, when the sign-in is older than 5 minutes.',
   }),
-  PasskeyRename: fromZod(passkeyRenameSchema, { name: 'The new name.' }),
+  PasskeyRename: fromZod(passkeyRenameSchema, {
+    name: 'The new name.',
+    password: 'The password, when the sign-in is older than 5 minutes.',
+    code: 'Or a TOTP or recovery code, when the sign-in is older than 5 minutes.',
+  }),
+  PasskeyRemoveBody: fromZod(passkeyRemoveSchema, {
+    password: 'The password, when the sign-in is older than 5 minutes.',
+    code: 'Or a TOTP or recovery code, when the sign-in is older than 5 minutes.',
+  }),
   EnrollUpdb: fromZod(enrollUpdbSchema, { token: 'Or the `token` query parameter.' }),
   EnrollOtt: fromZod(enrollOttSchema, { clientCsr: 'A PEM certificate signing request.' }),
   EnrollToken: fromZod(enrollTokenSchema, { token: 'Or the `token` query parameter.' }),

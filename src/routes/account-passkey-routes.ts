@@ -6,7 +6,7 @@ import { passkeyRenameSchema } from '../schemas/passkey-schemas.js';
 import type { PasskeyCreatedView, PasskeyOptionsView } from '../schemas/passkey-views.js';
 import { parseInput } from '../schemas/parse-input.js';
 import type { AccountSession } from '../services/account/account-session-service.js';
-import { creationOptionsView } from '../services/passkeys/passkey-service.js';
+import { creationOptionsView, isRecentSignIn } from '../services/passkeys/passkey-service.js';
 import { ACCOUNT_PASSKEY_SCRIPT } from './account-passkey-script.js';
 import {
   ACCOUNT_SCRIPT_PATH,
@@ -15,7 +15,6 @@ import {
   type PasskeyAdding,
 } from './account-pages.js';
 import { accountOf, type Guards } from './account-guards.js';
-import { RECENT_AUTH_MS } from './passkey-routes.js';
 import type { RouteDeps } from './route-deps.js';
 
 const NOTICES: Record<string, string> = {
@@ -24,9 +23,11 @@ const NOTICES: Record<string, string> = {
   'passkey-removed': 'The passkey was removed.',
 };
 
-/** The page session's sign-in (the ID token's `auth_time`) is recent enough to add a passkey. */
-const recent = (s: AccountSession) =>
-  s.authTime !== null && Date.now() - s.authTime.getTime() <= RECENT_AUTH_MS;
+/** The page session's sign-in (the ID token's `auth_time`) is recent enough to change passkeys. */
+const recent = (s: AccountSession) => isRecentSignIn(s.authTime);
+
+/** What the page says when a rename or removal comes after an old sign-in. */
+const SIGN_IN_AGAIN = 'Sign in again (within five minutes) to rename or remove a passkey.';
 
 function adding(deps: RouteDeps, ctx: Context, s: AccountSession): PasskeyAdding {
   try {
@@ -124,6 +125,7 @@ export function accountPasskeyRoutes(
     const s = accountOf(ctx);
     const body = (ctx.request.body ?? {}) as Record<string, unknown>;
     const id = typeof body.id === 'string' ? body.id : '';
+    if (!recent(s)) return page(ctx, { status: 403, error: SIGN_IN_AGAIN });
     const parsed = passkeyRenameSchema.safeParse({ name: body[`name-${id}`] });
     if (!parsed.success) {
       return page(ctx, {
@@ -139,6 +141,7 @@ export function accountPasskeyRoutes(
 
   router.post('/passkeys/remove', ...change, async (ctx: Context) => {
     const s = accountOf(ctx);
+    if (!recent(s)) return page(ctx, { status: 403, error: SIGN_IN_AGAIN });
     const body = (ctx.request.body ?? {}) as Record<string, unknown>;
     await passkeys.remove(
       s.principal.identityId,

@@ -9,7 +9,7 @@ import { loginExtrasSchema } from '../schemas/authenticate-schemas.js';
 import { mfaCodeSchema } from '../schemas/mfa-schemas.js';
 import { parseInput } from '../schemas/parse-input.js';
 import type { ApiSessionView, AuthQueryView, CurrentApiSessionView } from '../schemas/session-views.js';
-import type { AuthPolicy } from '../repositories/auth-policies-repository.js';
+import { secondFactorRequirement, type AuthPolicy } from '../services/mfa/second-factor-requirement.js';
 import type { PrimaryAuthResult } from '../services/auth/primary-result.js';
 import type { RouteDeps } from './route-deps.js';
 import { completeSessionMfa } from './mfa-routes.js';
@@ -39,31 +39,33 @@ export const LEGACY_PASSKEY_MEMBER = {
 } as const;
 
 /**
- * The MFA query of a new legacy session, if it owes one: a passkey when the policy requires one,
- * else TOTP, with the `passkey` member when the identity has a passkey (without one the query is
- * exactly the specification's).
+ * The MFA query of a new legacy session, if it owes one (secondFactorRequirement): a passkey when
+ * the policy requires one, else TOTP, with the `passkey` member when the identity has a passkey
+ * (without one the query is exactly the specification's).
  */
 async function legacyMfaQuery(
   deps: RouteDeps,
   identityId: string,
   policy: AuthPolicy,
 ): Promise<AuthQueryView | undefined> {
-  if (policy.secondary.requirePasskey) {
-    const isPasskeyRegistered = (await deps.passkeys.count(identityId)) > 0;
-    const { httpMethod, httpUrl } = LEGACY_PASSKEY_MEMBER;
-    return {
-      typeId: 'MFA',
-      provider: 'svc',
-      httpMethod,
-      httpUrl,
-      passkey: LEGACY_PASSKEY_MEMBER,
-      isPasskeyRegistered,
-    };
+  const need = await secondFactorRequirement(deps, identityId, policy);
+  switch (need.kind) {
+    case 'none':
+      return undefined;
+    case 'passkey': {
+      const { httpMethod, httpUrl } = LEGACY_PASSKEY_MEMBER;
+      return {
+        typeId: 'MFA',
+        provider: 'svc',
+        httpMethod,
+        httpUrl,
+        passkey: LEGACY_PASSKEY_MEMBER,
+        isPasskeyRegistered: need.registered,
+      };
+    }
+    case 'totp':
+      return need.hasPasskey ? { ...LEGACY_MFA_QUERY, passkey: LEGACY_PASSKEY_MEMBER } : LEGACY_MFA_QUERY;
   }
-  if (!(await deps.totp.isRequired(identityId, policy))) return undefined;
-  return (await deps.passkeys.count(identityId)) > 0
-    ? { ...LEGACY_MFA_QUERY, passkey: LEGACY_PASSKEY_MEMBER }
-    : LEGACY_MFA_QUERY;
 }
 
 /** A passwordless passkey with user verification is two factors: such a session owes no MFA step. */

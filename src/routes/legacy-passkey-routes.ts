@@ -9,15 +9,8 @@ import type { PasskeyAssertionOptionsView, PasskeyCeremonyView } from '../schema
 import { parseInput } from '../schemas/parse-input.js';
 import type { Principal } from '../services/auth/principal.js';
 import { webauthnSiteOf } from './primary-logins.js';
+import { withSecondFactor } from '../services/session-service.js';
 import type { RouteDeps } from './route-deps.js';
-
-/**
- * The amr of a session once a passkey paid its MFA step: the primary credential and the passkey
- * are two factors (RFC 8176 `pop`, `mfa`).
- */
-export const withPop = (amr: string[]): string[] => [
-  ...new Set([...amr.filter((v) => v !== 'mfa'), 'pop', 'mfa']),
-];
 
 /**
  * `POST /authenticate/mfa` with `{passkey}`: an assertion of one of the identity's passkeys,
@@ -32,7 +25,11 @@ export async function passkeyPaidMfa(ctx: Context, deps: RouteDeps, principal: P
   const ceremony = { boundTo: principal.sessionId };
   await deps.passkeyFactor.verify(principal.identityId, ceremony, site, passkey, 'MFA_INVALID_TOKEN');
   if (principal.kind === 'legacy' && principal.mfaPending) {
-    await deps.sessions.completeMfa(principal.sessionId, principal.identityId, withPop(principal.amr));
+    await deps.sessions.completeMfa(
+      principal.sessionId,
+      principal.identityId,
+      withSecondFactor(principal.amr, 'pop'),
+    );
   }
   return true;
 }

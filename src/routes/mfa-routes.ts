@@ -15,20 +15,17 @@ import type {
 import { parseInput } from '../schemas/parse-input.js';
 import { qrPng } from '../services/mfa/qr-code.js';
 import type { EnrollmentReach } from '../services/mfa/totp-service.js';
+import { withSecondFactor } from '../services/session-service.js';
 import type { RouteDeps } from './route-deps.js';
-
-/**
- * The amr of a session once its TOTP step is done: the primary credential and the code are two
- * factors, hence `mfa` (RFC 8176).
- */
-export const withOtp = (amr: string[]): string[] => [
-  ...new Set([...amr.filter((v) => v !== 'mfa'), 'otp', 'mfa']),
-];
 
 /** Completes the MFA step of a legacy session that still owes it. */
 export async function completeSessionMfa(deps: RouteDeps, principal: Principal): Promise<void> {
   if (principal.kind === 'legacy' && principal.mfaPending) {
-    await deps.sessions.completeMfa(principal.sessionId, principal.identityId, withOtp(principal.amr));
+    await deps.sessions.completeMfa(
+      principal.sessionId,
+      principal.identityId,
+      withSecondFactor(principal.amr, 'otp'),
+    );
   }
 }
 

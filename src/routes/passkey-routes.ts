@@ -8,24 +8,22 @@ import { clientAddress } from '../middleware/request-context.js';
 import {
   passkeyOptionsSchema,
   passkeyRegisterSchema,
+  passkeyRemoveSchema,
   passkeyRenameSchema,
 } from '../schemas/passkey-schemas.js';
 import type { PasskeyCreatedView, PasskeyOptionsView, PasskeyView } from '../schemas/passkey-views.js';
 import { parseInput } from '../schemas/parse-input.js';
 import type { Principal } from '../services/auth/principal.js';
-import { creationOptionsView } from '../services/passkeys/passkey-service.js';
+import { creationOptionsView, isRecentSignIn } from '../services/passkeys/passkey-service.js';
 import { pathId } from './path-id.js';
 import type { RouteDeps } from './route-deps.js';
 
 const PASSKEYS_PATH = '/current-identity/passkeys';
 
-/** A sign-in this recent may add a passkey without proving the password or a code again. */
-export const RECENT_AUTH_MS = 5 * 60_000;
-
 /**
- * Adding a passkey gives lasting access: a session left open on a shared computer must not be
- * enough. The sign-in must be recent, or the request carries the password or a TOTP code (or
- * recovery code), checked like at a login: failures count toward the same limits.
+ * Changing the caller's passkeys (adding, renaming, removing) needs a recent sign-in
+ * (isRecentSignIn), or the request carries the password or a TOTP code (or recovery code),
+ * checked like at a login: failures count toward the same limits.
  */
 async function requireRecentAuthentication(
   deps: RouteDeps,
@@ -33,7 +31,7 @@ async function requireRecentAuthentication(
   p: Principal,
   proof: { password?: string; code?: string },
 ): Promise<void> {
-  if (Date.now() - p.authTime.getTime() <= RECENT_AUTH_MS) return;
+  if (isRecentSignIn(p.authTime)) return;
   if (proof.password !== undefined) {
     const username = (await deps.identities.current(p.identityId)).authenticators.updb?.username;
     if (!username)
@@ -94,13 +92,17 @@ export function passkeyRoutes(router: Router, deps: RouteDeps): void {
   });
 
   router.patch(`${PASSKEYS_PATH}/:id`, auth, parseBody(), async (ctx: Context) => {
-    const { name } = parseInput(passkeyRenameSchema, bodyOf(ctx));
-    const renamed = await passkeys.rename(principalOf(ctx).identityId, pathId(ctx), name);
+    const { name, ...proof } = parseInput(passkeyRenameSchema, bodyOf(ctx));
+    const p = principalOf(ctx);
+    await requireRecentAuthentication(deps, ctx, p, proof);
+    const renamed = await passkeys.rename(p.identityId, pathId(ctx), name);
     sendData(ctx, renamed satisfies PasskeyView);
   });
 
   router.delete(`${PASSKEYS_PATH}/:id`, auth, parseBody(), async (ctx: Context) => {
+    const proof = parseInput(passkeyRemoveSchema, bodyOf(ctx));
     const p = principalOf(ctx);
+    await requireRecentAuthentication(deps, ctx, p, proof);
     await passkeys.remove(p.identityId, pathId(ctx), p.identityId);
     sendEmpty(ctx);
   });

@@ -69,7 +69,10 @@ export const passkeyRegisterSchema = z.strictObject({
   ...reauthentication,
 });
 
-export const passkeyRenameSchema = z.strictObject({ name: passkeyName });
+export const passkeyRenameSchema = z.strictObject({ name: passkeyName, ...reauthentication });
+
+/** A removal's body is optional: only the re-authentication of an old sign-in. */
+export const passkeyRemoveSchema = z.strictObject({ ...reauthentication });
 
 export type RegistrationResponseInput = z.output<typeof registrationResponseSchema>;
 export type AuthenticationResponseInput = z.output<typeof authenticationResponseSchema>;

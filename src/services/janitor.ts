@@ -7,7 +7,7 @@ import { revocationsRepository } from '../repositories/revocations-repository.js
 import { loginFailuresRepository } from '../repositories/login-failures-repository.js';
 import { mfaTotpFailuresRepository } from '../repositories/mfa-totp-failures-repository.js';
 import { webauthnChallengesRepository } from '../repositories/webauthn-challenges-repository.js';
-import { TOTP_FAILURE_WINDOW_MS } from './mfa/totp-attempts.js';
+import { TOTP_FAILURE_WINDOW_MS } from './mfa/second-factor-attempts.js';
 
 const EVERY_MS = 60_000;
 /** Rows per DELETE: short statements, no long locks. */

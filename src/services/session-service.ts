@@ -10,6 +10,15 @@ import type { RevocationService } from './revocation-service.js';
 import type { SessionLimit } from '../repositories/auth-policies-repository.js';
 import type { SessionLimitService } from './session-limit.js';
 
+/**
+ * The amr of a session (or login) once a second factor is paid: the primary credential and that
+ * factor are two factors, hence `mfa` (RFC 8176); `factor` is the factor's own value (`otp` for a
+ * TOTP code, `pop` for a passkey). One rule for the legacy MFA step and passwordless passkeys.
+ */
+export const withSecondFactor = (amr: readonly string[], factor: string): string[] => [
+  ...new Set([...amr.filter((v) => v !== 'mfa'), factor, 'mfa']),
+];
+
 export interface SessionServiceDeps {
   db: Knex;
   /** edge.api.sessionTimeout in seconds. */

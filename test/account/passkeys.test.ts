@@ -143,6 +143,34 @@ describe('account page: passkeys (an extension beyond the specification)', () =>
     expect(again.text).toContain('<form id="add-passkey"');
   });
 
+  test('renaming or removing a passkey also needs a sign-in within five minutes', async () => {
+    const { browser, page } = await signedIn('account-passkey-stale-change');
+    await addPasskey(browser, page, 'My phone');
+    const listed = await browser.get('/account/passkeys');
+    const id = inputValue(listed.text.split('<li><h2>')[1]!, 'id')!;
+    const identity = await server.app
+      .knex('identities')
+      .where({ name: 'account-passkey-stale-change' })
+      .first();
+    await server.app
+      .knex('account_sessions')
+      .where({ identity_id: identity.id })
+      .update({ auth_time: new Date(Date.now() - 6 * 60_000) });
+
+    const renamed = await browser.post('/account/passkeys/rename', {
+      csrf: csrfOf(listed.text),
+      id,
+      [`name-${id}`]: 'Stolen',
+    });
+    const removed = await browser.post('/account/passkeys/remove', { csrf: csrfOf(listed.text), id });
+    const after = await browser.get('/account/passkeys');
+
+    expect(renamed.status).toBe(403);
+    expect(renamed.text).toContain('Sign in again');
+    expect(removed.status).toBe(403);
+    expect(after.text).toContain('<h2>My phone</h2>');
+  });
+
   test('at an IP address the page explains why passkeys cannot be added', async () => {
     const user = await createUser(server, 'account-passkey-ip');
     const browser = browserLike({ baseUrl: server.url, ca: server.ca });

@@ -14,6 +14,7 @@ import {
   enrollTotp,
   extJwtHelpers,
   postTotp,
+  totpQuery,
   tokensFrom,
   type Idp,
 } from '../second-factors/factor-fixtures.js';
@@ -81,9 +82,55 @@ describe('a policy that requires a passkey (secondary.requirePasskey; an extensi
     // No code pays this factor: the header of the TOTP step is not sent.
     expect(response.header('totp-required')).toBeUndefined();
     expect(options.body).toMatchObject({ rp: { id: 'localhost' }, user: { name: 'rp-register' } });
+    // The documented creation options of the client API, not the library's raw object (`hints`).
+    expect(Object.keys(options.body).sort()).toEqual([
+      'attestation',
+      'authenticatorSelection',
+      'challenge',
+      'excludeCredentials',
+      'extensions',
+      'pubKeyCredParams',
+      'rp',
+      'timeout',
+      'user',
+    ]);
     expect(created.status).toBe(303);
     expect([...payloadOf(tokens.id_token).amr].sort()).toEqual(['mfa', 'pop', 'pwd']);
     expect(listed.map((p) => p.name)).toEqual(['phone']);
+  });
+
+  test('with a passkey registered, the password alone cannot register another one (options or finish)', async () => {
+    const user = await createUser(server, 'rp-has-one', passkeyPolicy);
+    const attacker = authenticatorFor(server);
+    // A registration begun while the identity had none, finished after its first passkey exists.
+    const { started: before } = await passwordStep(client, user);
+    const pending = await registrationOptions(before.authRequestId);
+    await registerPasskey(server, user);
+    const { started, response } = await passwordStep(client, user);
+
+    const options = await registrationOptions(started.authRequestId);
+    const late = await finishRegistration(before.authRequestId, await attacker.register(pending.body));
+
+    expect(response.body).toEqual({ authQueries: [requiredQuery(true)] });
+    expectError(options, { status: 400, code: 'INVALID_AUTH_REQUEST' });
+    expectError(late, { status: 400, code: 'INVALID_AUTH_REQUEST' });
+    expect(await server.app.services.passkeys.count(user.id)).toBe(1);
+  });
+
+  test('two parallel mid-flow registrations: only the first passkey is added', async () => {
+    const user = await createUser(server, 'rp-parallel', passkeyPolicy);
+    const logins = await Promise.all([passwordStep(client, user), passwordStep(client, user)]);
+    const made = await Promise.all(
+      logins.map(async ({ started }) => {
+        const options = await registrationOptions(started.authRequestId);
+        return { id: started.authRequestId, passkey: await authenticatorFor(server).register(options.body) };
+      }),
+    );
+
+    const finished = await Promise.all(made.map((m) => finishRegistration(m.id, m.passkey)));
+
+    expect(finished.map((r) => r.status).sort()).toEqual([303, 400]);
+    expect(await server.app.services.passkeys.count(user.id)).toBe(1);
   });
 
   test('registration is refused while another factor is owed, and allowed once it is paid', async () => {
@@ -108,20 +155,42 @@ describe('a policy that requires a passkey (secondary.requirePasskey; an extensi
     expect(created.status).toBe(303);
   });
 
+  test('with verified TOTP and no passkey: its code is owed before the registration and does not pay it', async () => {
+    const user = await createUser(server, 'rp-totp-first', passkeyPolicy);
+    const totp = await enrollTotp(server, user);
+    const authenticator = authenticatorFor(server);
+    const { started, response } = await passwordStep(client, user);
+
+    const early = await registrationOptions(started.authRequestId);
+    const code = await postTotp(client, started.authRequestId, await totpCode(totp.url, totp.step + 1));
+    const options = await registrationOptions(started.authRequestId);
+    const created = await finishRegistration(
+      started.authRequestId,
+      await authenticator.register(options.body),
+    );
+    const tokens = await tokensFrom(client, started, created);
+
+    expect(response.body).toEqual({ authQueries: [totpQuery(true), requiredQuery(false)] });
+    const refused = expectError(early, { status: 400, code: 'INVALID_AUTH_REQUEST' });
+    expect(refused.message).toContain('satisfy the other owed factors');
+    expect(code.status).toBe(200);
+    expect(code.body).toEqual({ authQueries: [requiredQuery(false)] });
+    expect(created.status).toBe(303);
+    expect([...payloadOf(tokens.id_token).amr].sort()).toEqual(['mfa', 'otp', 'pop', 'pwd']);
+  });
+
   test('a TOTP code does not pay it; a registered passkey does', async () => {
     const user = await createUser(server, 'rp-has-both', passkeyPolicy);
     const totp = await enrollTotp(server, user);
+    const authenticator = await registerPasskey(server, user);
     const { started, response } = await passwordStep(client, user);
 
     const code = await postTotp(client, started.authRequestId, await totpCode(totp.url, totp.step + 1));
-    const authenticator = await registerPasskey(server, user);
-    const owed = await client.get(`/oidc/login/auth-queries?authRequestID=${started.authRequestId}`);
     const done = await assertAt(client, started.authRequestId, authenticator);
 
-    expect(response.body).toEqual({ authQueries: [requiredQuery(false)] });
+    expect(response.body).toEqual({ authQueries: [requiredQuery(true)] });
     expect(code.status).toBe(200);
-    expect(code.body).toEqual({ authQueries: [requiredQuery(false)] });
-    expect(owed.body).toEqual({ authQueries: [requiredQuery(true)] });
+    expect(code.body).toEqual({ authQueries: [requiredQuery(true)] });
     expect(done.status).toBe(303);
   });
 

@@ -23,9 +23,10 @@ export function passkeyApi(client: HttpsClient, token: string) {
     register: (body: Record<string, unknown>): Promise<TestResponse> =>
       client.post(PASSKEYS, { headers, body }),
     list: (): Promise<TestResponse> => client.get(PASSKEYS, { headers }),
-    rename: (id: string, name: string): Promise<TestResponse> =>
-      client.patch(`${PASSKEYS}/${id}`, { headers, body: { name } }),
-    remove: (id: string): Promise<TestResponse> => client.delete(`${PASSKEYS}/${id}`, { headers }),
+    rename: (id: string, name: string, proof: Record<string, unknown> = {}): Promise<TestResponse> =>
+      client.patch(`${PASSKEYS}/${id}`, { headers, body: { name, ...proof } }),
+    remove: (id: string, proof?: Record<string, unknown>): Promise<TestResponse> =>
+      client.delete(`${PASSKEYS}/${id}`, { headers, ...(proof && { body: proof }) }),
   };
 }
 

@@ -114,6 +114,26 @@ describe('registering passkeys (an extension beyond the specification)', () => {
     expect((await api.list()).body.data).toHaveLength(1);
   });
 
+  test("another identity's credential id is the generic 400, not a 409 that says it is registered", async () => {
+    const owner = await enrolledUpdbUser(server, admin, 'pk-cred-owner');
+    const prober = await enrolledUpdbUser(server, admin, 'pk-cred-prober');
+    const ownerAuthenticator = softAuthenticatorFor(site.origin);
+    await registerPasskey(passkeyApi(site.client, owner.token), ownerAuthenticator);
+    const api = passkeyApi(site.client, prober.token);
+    const credentialId = ownerAuthenticator.credentials[0]!.id.toString('base64url');
+
+    // A prober names a credential id it saw (ids are public): answered here with the owner's
+    // authenticator, which is what produces that id in a test.
+    const probe = await ownerAuthenticator.register((await api.options()).body.data.options, {
+      credentialId,
+    });
+    const res = await api.register({ name: 'probe', response: probe });
+
+    const error = expectError(res, { status: 400, code: 'PASSKEY_REGISTRATION_FAILED' });
+    expect(JSON.stringify(error)).not.toContain('already registered');
+    expect((await api.list()).body.data).toEqual([]);
+  });
+
   test("another identity's passkey is 404 to rename and remove", async () => {
     const owner = await enrolledUpdbUser(server, admin, 'pk-owner');
     const other = await enrolledUpdbUser(server, admin, 'pk-other');
@@ -195,6 +215,32 @@ describe('registering passkeys (an extension beyond the specification)', () => {
     expectError(finishRefused, { status: 403, code: 'REAUTHENTICATION_REQUIRED' });
     const finished = await api.register({ name: 'x', response, password: user.password });
     expect(finished.status).toBe(201);
+  });
+
+  test('renaming or removing a passkey after an old sign-in also needs the password (or a code) again', async () => {
+    const user = await enrolledUpdbUser(server, admin, 'pk-recent-change');
+    const api = passkeyApi(site.client, user.token);
+    const authenticator = softAuthenticatorFor(site.origin);
+    const created = await api.register({
+      name: 'phone',
+      response: await authenticator.register((await api.options()).body.data.options),
+    });
+    const id = created.body.data.id as string;
+    useMovableClock();
+    jest.setSystemTime(Date.now() + 6 * 60_000);
+
+    const rename = await api.rename(id, 'stolen');
+    const remove = await api.remove(id);
+    const kept = (await api.list()).body.data;
+    const renamed = await api.rename(id, 'work phone', { password: user.password });
+    const removed = await api.remove(id, { password: user.password });
+
+    expectError(rename, { status: 403, code: 'REAUTHENTICATION_REQUIRED' });
+    expectError(remove, { status: 403, code: 'REAUTHENTICATION_REQUIRED' });
+    expect(kept.map((p: { name: string }) => p.name)).toEqual(['phone']);
+    expect(renamed.body.data.name).toBe('work phone');
+    expect(removed.status).toBe(200);
+    expect((await api.list()).body.data).toEqual([]);
   });
 
   test("a bearer token's auth_time counts as the sign-in: fresh it registers, old it needs the password", async () => {

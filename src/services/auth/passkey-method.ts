@@ -3,6 +3,7 @@ import { newToken } from '../../crypto/random.js';
 import { AppError, isAppError } from '../../errors/app-error.js';
 import { identitiesRepository } from '../../repositories/identities-repository.js';
 import { reasonCode } from '../audit-trail.js';
+import { withSecondFactor } from '../session-service.js';
 import type { PasskeyService } from '../passkeys/passkey-service.js';
 import type { WebauthnSite } from '../passkeys/webauthn-settings.js';
 import { clientAddressKey } from './client-address-key.js';
@@ -83,7 +84,13 @@ export function createPasskeyMethod({ knex, passkeys, failures, now = () => new 
     }
     if (!verified.userVerified) throw loginRefused({ reason: 'user-not-verified', identityId });
     await failures.giveBack(addressKey);
-    return { identity: found.identity, policy: found.policy, amr: ['pop', 'mfa'], isCertExtendable: false };
+    // Possession of the key and the authenticator's user verification: two factors.
+    return {
+      identity: found.identity,
+      policy: found.policy,
+      amr: withSecondFactor([], 'pop'),
+      isCertExtendable: false,
+    };
   }
 
   return {

@@ -4,7 +4,7 @@ import { identitiesRepository } from '../../repositories/identities-repository.j
 import { NO_AUDIT, reasonCode, type AuditTrail } from '../audit-trail.js';
 import type { PasskeyService } from '../passkeys/passkey-service.js';
 import type { WebauthnSite } from '../passkeys/webauthn-settings.js';
-import { createTotpAttempts } from './totp-attempts.js';
+import { createSecondFactorAttempts } from './second-factor-attempts.js';
 
 export interface PasskeyFactorDeps {
   knex: Knex;
@@ -18,7 +18,7 @@ export type InvalidAssertionError = 'INVALID_AUTH' | 'MFA_INVALID_TOKEN';
 
 /**
  * A passkey as the second factor (an extension beyond the specification). Each assertion is
- * counted like a TOTP code, in the same per-identity window (totp-attempts.ts): a second factor
+ * counted like a TOTP code, in the same per-identity window (second-factor-attempts.ts): a second factor
  * has one failure budget whatever form its guesses take, and over it the answer is 429 without
  * looking at the assertion.
  */
@@ -28,7 +28,7 @@ export function createPasskeyFactor({
   audit = NO_AUDIT,
   now = () => new Date(),
 }: PasskeyFactorDeps) {
-  const limited = createTotpAttempts({ knex, now });
+  const limited = createSecondFactorAttempts({ knex, now });
 
   return {
     /** The identity's policy requires a passkey: then no TOTP code pays its second factor. */

@@ -10,7 +10,7 @@ import { NO_AUDIT, reasonCode, type AuditTrail } from '../audit-trail.js';
 import type { IdentityChangeFeed } from '../revocation-service.js';
 import { provisioningUrl } from './provisioning-url.js';
 import { createRecoveryCodeHasher, newRecoveryCodes, normalizeRecoveryCode } from './recovery-codes.js';
-import { createTotpAttempts } from './totp-attempts.js';
+import { createSecondFactorAttempts } from './second-factor-attempts.js';
 import { matchTotpStep, newTotpSecret } from './totp-codes.js';
 
 export interface TotpServiceDeps {
@@ -81,7 +81,7 @@ export function createTotpService({
   now = () => new Date(),
 }: TotpServiceDeps) {
   const hashCode = createRecoveryCodeHasher(knex, box);
-  const limited = createTotpAttempts({ knex, now });
+  const limited = createSecondFactorAttempts({ knex, now });
   const invalid = (code: InvalidCodeError, detail: string) => new AppError(code, { detail });
 
   /** New codes and their hashes, computed before any transaction (PGlite has one connection). */

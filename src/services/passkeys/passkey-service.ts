@@ -36,6 +36,17 @@ export type AssertionPurpose = { purpose: 'second-factor'; identityId: string } 
 
 /** A ceremony must be finished within this time of its options. */
 export const CHALLENGE_TTL_MS = 5 * 60_000;
+
+/** A sign-in this recent may change the identity's passkeys without proving a factor again. */
+export const RECENT_SIGN_IN_MS = 5 * 60_000;
+
+/**
+ * The sign-in (`auth_time`) is recent enough to add, rename or remove a passkey: a passkey gives
+ * lasting access, and removing the last one reopens its registration, so a session left open on a
+ * shared computer must not be enough.
+ */
+export const isRecentSignIn = (authTime: Date | null, now: Date = new Date()): boolean =>
+  authTime !== null && now.getTime() - authTime.getTime() <= RECENT_SIGN_IN_MS;
 /** What the browser is told to wait (the challenge lives a little longer than the prompt). */
 const CEREMONY_TIMEOUT_MS = 4 * 60_000;
 /** ES256, EdDSA, RS256: what platform authenticators and security keys use. */
@@ -81,6 +92,7 @@ export function creationOptionsView(o: PublicKeyCredentialCreationOptionsJSON): 
 }
 
 const notFound = () => new AppError('NOT_FOUND', { message: 'no such passkey' });
+const DOES_NOT_VERIFY = 'the response does not verify (origin, rpId, signature or format)';
 const refusedRegistration = (reason: string) =>
   new AppError('PASSKEY_REGISTRATION_FAILED', { cause: { reason } });
 const refusedAssertion = (reason: string) =>
@@ -114,6 +126,20 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * a ceremony, once. Failures of assertions are not counted here: the login counts them (per
  * address for passwordless, per identity for a second factor).
  */
+/**
+ * `firstOnly`: the registration a login makes mid-flow, which only a password paid. It may add the
+ * identity's first passkey, never a further one (that takes a passkey, or a recent sign-in on the
+ * account page).
+ */
+export interface RegistrationScope {
+  firstOnly?: boolean;
+}
+
+const alreadyHasOne = () =>
+  new AppError('INVALID_AUTH_REQUEST', {
+    message: 'the identity already has a passkey: sign in with it instead of registering another',
+  });
+
 export function createPasskeyService({
   knex,
   rpName,
@@ -155,7 +181,11 @@ export function createPasskeyService({
     identity: { id: string; name: string },
     c: Ceremony,
     site: WebauthnSite,
+    opts: RegistrationScope = {},
   ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; warnings: string[] }> {
+    if (opts.firstOnly && (await passkeysRepository.countForIdentity(knex, identity.id)) > 0) {
+      throw alreadyHasOne();
+    }
     const handle = await webauthnUserHandlesRepository.findOrCreate(
       knex,
       identity.id,
@@ -189,9 +219,10 @@ export function createPasskeyService({
     c: Ceremony,
     site: WebauthnSite,
     input: { name: string; response: unknown },
+    opts: RegistrationScope = {},
   ): Promise<PasskeyView> {
     try {
-      const view = await registerChecked(identityId, c, site, input);
+      const view = await registerChecked(identityId, c, site, input, opts);
       audit.record({ event: 'passkey.registered', identityId, passkeyId: view.id, rpId: site.rpId });
       return view;
     } catch (err) {
@@ -199,7 +230,12 @@ export function createPasskeyService({
         audit.record({
           event: 'passkey.registration-failed',
           identityId,
-          reason: String((err.clientCause as { reason?: string } | undefined)?.reason ?? 'refused'),
+          // The logged detail names a reason the client is not told (another identity's credential).
+          reason: String(
+            (err.detail as { reason?: string } | undefined)?.reason ??
+              (err.clientCause as { reason?: string } | undefined)?.reason ??
+              'refused',
+          ),
         });
       }
       throw err;
@@ -211,6 +247,7 @@ export function createPasskeyService({
     c: Ceremony,
     site: WebauthnSite,
     input: { name: string; response: unknown },
+    opts: RegistrationScope,
   ): Promise<PasskeyView> {
     const parsed = registrationResponseSchema.safeParse(input.response);
     if (!parsed.success) throw refusedRegistration('the response is not a WebAuthn registration response');
@@ -237,35 +274,66 @@ export function createPasskeyService({
       info = verified.registrationInfo;
     } catch (err) {
       throw new AppError('PASSKEY_REGISTRATION_FAILED', {
-        cause: { reason: 'the response does not verify (origin, rpId, signature or format)' },
+        cause: { reason: DOES_NOT_VERIFY },
         detail: { error: messageOf(err) },
       });
     }
     const { credential } = info;
     if (credential.id !== response.id) throw refusedRegistration('the credential id does not match');
-    const created = await withConstraintErrors(() =>
-      inTransaction(knex, async (trx, afterCommit) => {
-        const passkey = await passkeysRepository.insert(
-          trx,
-          {
-            id: newId(),
-            identityId,
-            credentialId: credential.id,
-            publicKey: credential.publicKey,
-            signCount: credential.counter,
-            transports: (credential.transports ?? parsed.data.response.transports ?? []).slice(0, 16),
-            backedUp: info.credentialBackedUp,
-            deviceType: info.credentialDeviceType,
-            rpId: challenge.rpId,
-            name: input.name,
-          },
-          now(),
-        );
-        await changes?.identityChanged(trx, afterCommit, identityId);
-        return passkey;
-      }),
+    const created = await heldElsewhereIsRefused(identityId, credential.id, () =>
+      withConstraintErrors(() =>
+        inTransaction(knex, async (trx, afterCommit) => {
+          if (opts.firstOnly) {
+            // The identity row is locked until commit: of two parallel first registrations, the
+            // second waits here and then sees the first one's passkey.
+            await passkeysRepository.lockIdentity(trx, identityId);
+            if ((await passkeysRepository.countForIdentity(trx, identityId)) > 0) throw alreadyHasOne();
+          }
+          const passkey = await passkeysRepository.insert(
+            trx,
+            {
+              id: newId(),
+              identityId,
+              credentialId: credential.id,
+              publicKey: credential.publicKey,
+              signCount: credential.counter,
+              transports: (credential.transports ?? parsed.data.response.transports ?? []).slice(0, 16),
+              backedUp: info.credentialBackedUp,
+              deviceType: info.credentialDeviceType,
+              rpId: challenge.rpId,
+              name: input.name,
+            },
+            now(),
+          );
+          await changes?.identityChanged(trx, afterCommit, identityId);
+          return passkey;
+        }),
+      ),
     );
     return passkeyView(created);
+  }
+
+  /**
+   * A credential id another identity holds is answered like a response that does not verify: a
+   * 409 would tell anyone who sends a credential id whether it is registered here. The caller's
+   * own (which excludeCredentials keeps the browser from creating again) stays a clear 409.
+   */
+  async function heldElsewhereIsRefused<T>(
+    identityId: string,
+    credentialId: string,
+    insert: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await insert();
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
+      const holder = await passkeysRepository.findByCredentialId(knex, credentialId);
+      if (holder !== undefined && holder.identityId === identityId) throw err;
+      throw new AppError('PASSKEY_REGISTRATION_FAILED', {
+        cause: { reason: DOES_NOT_VERIFY },
+        detail: { reason: 'credential-of-another-identity' },
+      });
+    }
   }
 
   async function list(identityId: string): Promise<PasskeyView[]> {

@@ -7,18 +7,19 @@ import { mfaTotpFailuresRepository } from '../../repositories/mfa-totp-failures-
 export const TOTP_MAX_FAILURES = 5;
 export const TOTP_FAILURE_WINDOW_MS = 15 * 60_000;
 
-export interface TotpAttemptsDeps {
+export interface SecondFactorAttemptsDeps {
   knex: Knex;
   now: () => Date;
 }
 
 /**
- * Runs one code check under the failure limit. The attempt is counted BEFORE the check (one
- * atomic upsert), so twenty parallel guesses get five checks, not twenty; a successful check
- * gives its slot back. Over the limit the answer is 429 with Retry-After without looking at the
- * code at all, even a correct one (a guesser must not learn he was right).
+ * Runs one second-factor check (a TOTP or recovery code, a passkey assertion) under the
+ * identity's one failure limit, whatever form the guesses take. The attempt is counted BEFORE the
+ * check (one atomic upsert), so twenty parallel guesses get five checks, not twenty; a successful
+ * check gives its slot back. Over the limit the answer is 429 with Retry-After without looking at
+ * the answer at all, even a correct one (a guesser must not learn he was right).
  */
-export function createTotpAttempts({ knex, now }: TotpAttemptsDeps) {
+export function createSecondFactorAttempts({ knex, now }: SecondFactorAttemptsDeps) {
   return async function limited<T>(
     identityId: string,
     check: () => Promise<T | undefined>,
@@ -47,4 +48,4 @@ export function createTotpAttempts({ knex, now }: TotpAttemptsDeps) {
   };
 }
 
-export type TotpAttempts = ReturnType<typeof createTotpAttempts>;
+export type SecondFactorAttempts = ReturnType<typeof createSecondFactorAttempts>;
