@@ -30,19 +30,14 @@ const recent = (s: AccountSession) => isRecentSignIn(s.authTime);
 const SIGN_IN_AGAIN = 'Sign in again (within five minutes) to rename or remove a passkey.';
 
 function adding(deps: RouteDeps, ctx: Context, s: AccountSession): PasskeyAdding {
-  try {
-    deps.webauthn.assertAvailable(ctx.host);
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'PASSKEYS_UNAVAILABLE')
-      return { kind: 'unavailable', reason: err.message };
-    throw err;
-  }
+  const reason = deps.webauthn.unavailableReason(ctx.host);
+  if (reason !== undefined) return { kind: 'unavailable', reason };
   return recent(s) ? { kind: 'ready' } : { kind: 'reauthenticate' };
 }
 
 /**
- * Registration needs a recent sign-in, as on the client API (pk-core's rule: within five
- * minutes); the page offers a fresh sign-in instead of asking for the password.
+ * Registration needs a recent sign-in, as on the client API (within five minutes: a
+ * session left open on a shared computer cannot add lasting access); the page offers a fresh sign-in instead of asking for the password.
  */
 function requireRecent(s: AccountSession): void {
   if (!recent(s))
