@@ -1,12 +1,8 @@
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -26,6 +22,14 @@ import type { PasskeyCreationOptionsView, PasskeyView } from '../../schemas/pass
 import { NO_AUDIT, type AuditTrail } from '../audit-trail.js';
 import type { IdentityChangeFeed } from '../revocation-service.js';
 import type { WebauthnSite } from './webauthn-settings.js';
+
+/**
+ * The WebAuthn library, loaded at the first ceremony: with its ASN.1 and CBOR dependencies it
+ * costs about 0.3 s of start-up, which an instance whose people never use passkeys would pay for
+ * nothing.
+ */
+let library: Promise<typeof import('@simplewebauthn/server')> | undefined;
+const webauthnLibrary = () => (library ??= import('@simplewebauthn/server'));
 
 /** A ceremony's binding: the auth request uid, API session id or account-page session id. */
 export interface Ceremony {
@@ -192,7 +196,9 @@ export function createPasskeyService({
       randomBytes(32).toString('base64url'),
     );
     const own = await passkeysRepository.listForIdentity(knex, identity.id);
-    const options = await generateRegistrationOptions({
+    const options = await (
+      await webauthnLibrary()
+    ).generateRegistrationOptions({
       rpName,
       rpID: site.rpId,
       userName: identity.name,
@@ -262,7 +268,9 @@ export function createPasskeyService({
     }
     let info;
     try {
-      const verified = await verifyRegistrationResponse({
+      const verified = await (
+        await webauthnLibrary()
+      ).verifyRegistrationResponse({
         response,
         expectedChallenge: challenge.challenge,
         expectedOrigin: site.origins,
@@ -382,7 +390,9 @@ export function createPasskeyService({
             ),
           )
         : [];
-    const options = await generateAuthenticationOptions({
+    const options = await (
+      await webauthnLibrary()
+    ).generateAuthenticationOptions({
       rpID: site.rpId,
       allowCredentials: allow,
       timeout: CEREMONY_TIMEOUT_MS,
@@ -425,7 +435,9 @@ export function createPasskeyService({
 
     let info;
     try {
-      const verified = await verifyAuthenticationResponse({
+      const verified = await (
+        await webauthnLibrary()
+      ).verifyAuthenticationResponse({
         response: parsed.data as unknown as AuthenticationResponseJSON,
         expectedChallenge: challenge.challenge,
         expectedOrigin: site.origins,
