@@ -15,7 +15,7 @@ export const DEFAULT_REDIRECT_URIS = [
  * being its own relying party there. Only that exact URI of that same address; the configured
  * patterns are not widened (docs/security.md, "The account page").
  */
-export const ACCOUNT_CALLBACK_PATH = '/account/callback';
+const ACCOUNT_CALLBACK_PATH = '/account/callback';
 export const accountCallbackUri = (address: string) => `https://${address}${ACCOUNT_CALLBACK_PATH}`;
 
 export const DEFAULT_POST_LOGOUT_URIS = DEFAULT_REDIRECT_URIS.map((u) =>

@@ -2,19 +2,11 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { AppError } from '../errors/app-error.js';
+import type { TokenSet } from '../services/account/account-session-service.js';
 import { CLIENT_ID } from './create-provider.js';
 import type { IssuerEntry, IssuerRegistry, ListenerAddresses } from './issuer-registry.js';
 import { OIDC_MOUNT } from './login-paths.js';
 import { accountCallbackUri } from '../config/uri-patterns.js';
-
-/** What the token endpoint answered the account page, already checked for shape. */
-export interface AccountTokenSet {
-  accessToken: string;
-  refreshToken: string;
-  idToken?: string;
-  /** Seconds, from `expires_in`. */
-  expiresIn: number;
-}
 
 /**
  * The connection the provider sees for the account page's own token request: the browser's, as
@@ -94,7 +86,7 @@ async function postToTokenEndpoint(
   return { status: res.statusCode, body };
 }
 
-function tokenSetOf(answer: { status: number; body: unknown }): AccountTokenSet {
+function tokenSetOf(answer: { status: number; body: unknown }): TokenSet {
   const b = (answer.body ?? {}) as Record<string, unknown>;
   if (answer.status === 503) throw new AppError('SERVICE_UNAVAILABLE');
   if (
@@ -134,6 +126,7 @@ export function createAccountTokenRequests(registry: IssuerRegistry) {
           address: entry.address,
           authorizationEndpoint: `${entry.issuer}/authorization`,
           callbackUri: accountCallbackUri(entry.address),
+          clientId: CLIENT_ID,
         }
       );
     },
@@ -142,7 +135,7 @@ export function createAccountTokenRequests(registry: IssuerRegistry) {
       address: string,
       p: { code: string; verifier: string; redirectUri: string },
       browser: Socket | undefined,
-    ): Promise<AccountTokenSet> {
+    ): Promise<TokenSet> {
       const form = {
         grant_type: 'authorization_code',
         client_id: CLIENT_ID,
@@ -153,11 +146,7 @@ export function createAccountTokenRequests(registry: IssuerRegistry) {
       return tokenSetOf(await postToTokenEndpoint(entryAt(address), form, browser));
     },
 
-    async refresh(
-      address: string,
-      refreshToken: string,
-      browser: Socket | undefined,
-    ): Promise<AccountTokenSet> {
+    async refresh(address: string, refreshToken: string, browser: Socket | undefined): Promise<TokenSet> {
       const form = { grant_type: 'refresh_token', client_id: CLIENT_ID, refresh_token: refreshToken };
       return tokenSetOf(await postToTokenEndpoint(entryAt(address), form, browser));
     },

@@ -24,7 +24,7 @@ export interface PasskeyStepsDeps {
   ) => Promise<Progress & { owed: OwedFactors }>;
 }
 
-/** Passkey names are the person's own; a login registering one names it after the login. */
+/** A passkey registered mid-login gets this name; the person renames it on the account page or through the API. */
 const DEFAULT_PASSKEY_NAME = 'Passkey';
 
 /**

@@ -53,7 +53,7 @@ export const PASSKEY_MEMBER = { httpMethod: 'POST', httpUrl: LOGIN_PATHS.passkey
  * query: `isPasskeyRegistered` false means the login registers one mid-flow, at `passkey.httpUrl`
  * (GET the creation options, POST the new credential), once it is all that is owed.
  */
-export const passkeyQuery = (isPasskeyRegistered: boolean): AuthQuery => {
+const passkeyQuery = (isPasskeyRegistered: boolean): AuthQuery => {
   const passkey = isPasskeyRegistered
     ? PASSKEY_MEMBER
     : { httpMethod: 'POST', httpUrl: LOGIN_PATHS.passkeyRegister };

@@ -105,11 +105,6 @@ export const passkeysRepository = {
     return row ? toPasskey(row as PasskeyRow) : undefined;
   },
 
-  /** Locks the identity's row until the transaction ends (serializes its first-passkey checks). */
-  async lockIdentity(db: Db, identityId: string): Promise<void> {
-    await db('identities').where({ id: identityId }).forUpdate().select('id');
-  },
-
   async countForIdentity(db: Db, identityId: string): Promise<number> {
     const [row] = await db('passkeys')
       .where({ identity_id: identityId })

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { OwnApiSessionView } from '../schemas/session-views.js';
-import { ERROR_ID, errorLine, escapeHtml, field, LOGIN_STYLE } from './oidc-login-pages.js';
+import { errorLine, escapeHtml, field, LOGIN_STYLE } from './oidc-login-pages.js';
 import { scriptSourceFor } from './script-source.js';
 
 /** The login pages' look, and what the account page adds: navigation, facts, lists of items. */
@@ -73,8 +73,7 @@ const NAV: [NavKey, string, string][] = [
   ['passkeys', '/account/passkeys', 'Passkeys'],
 ];
 
-export const csrfInput = (s: PageSession) =>
-  `<input type="hidden" name="csrf" value="${escapeHtml(s.csrfToken)}">`;
+const csrfInput = (s: PageSession) => `<input type="hidden" name="csrf" value="${escapeHtml(s.csrfToken)}">`;
 
 /** A form that posts to `action` with the CSRF token and any hidden fields. */
 export function postForm(
@@ -281,8 +280,6 @@ export function renderAccountErrorPage(
     session,
   });
 }
-
-export { ERROR_ID };
 
 /** A passkey as the page lists it. */
 export interface PasskeyItem {

@@ -14,7 +14,7 @@ import {
   renderPasskeysPage,
   type PasskeyAdding,
 } from './account-pages.js';
-import { accountOf, type Guards } from './account-guards.js';
+import { accountOf, noticeFrom, pageSession, seeOther, type Guards } from './account-guards.js';
 import type { RouteDeps } from './route-deps.js';
 
 const NOTICES: Record<string, string> = {
@@ -53,11 +53,10 @@ export function accountPasskeyRoutes(
   const { passkeys, webauthn } = deps;
   const page = async (ctx: Context, o: { error?: string; invalidField?: string; status?: number } = {}) => {
     const s = accountOf(ctx);
-    const done = ctx.query.done;
-    const notice = typeof done === 'string' && Object.hasOwn(NOTICES, done) ? NOTICES[done] : undefined;
+    const notice = noticeFrom(ctx, NOTICES);
     renderPasskeysPage(
       ctx,
-      { csrfToken: s.csrfToken },
+      pageSession(ctx),
       await passkeys.list(s.principal.identityId),
       adding(deps, ctx, s),
       {
@@ -110,9 +109,7 @@ export function accountPasskeyRoutes(
       ctx,
       400,
       'Adding a passkey needs this page’s script: allow JavaScript for this site and try again.',
-      {
-        csrfToken: accountOf(ctx).csrfToken,
-      },
+      pageSession(ctx),
     );
   });
 
@@ -130,8 +127,7 @@ export function accountPasskeyRoutes(
       });
     }
     await passkeys.rename(s.principal.identityId, id, parsed.data.name);
-    ctx.status = 303;
-    ctx.redirect('/account/passkeys?done=passkey-renamed');
+    seeOther(ctx, '/account/passkeys?done=passkey-renamed');
   });
 
   router.post('/passkeys/remove', ...change, async (ctx: Context) => {
@@ -143,7 +139,6 @@ export function accountPasskeyRoutes(
       typeof body.id === 'string' ? body.id : '',
       s.principal.identityId,
     );
-    ctx.status = 303;
-    ctx.redirect('/account/passkeys?done=passkey-removed');
+    seeOther(ctx, '/account/passkeys?done=passkey-removed');
   });
 }

@@ -62,7 +62,7 @@ export function accountRoutes(deps: RouteDeps): Router {
     setCookie(ctx, LOGIN_COOKIE, started.cookie, started.cookieSeconds, 'lax');
     const url = new URL(issuer.authorizationEndpoint);
     url.search = new URLSearchParams({
-      client_id: 'svc',
+      client_id: issuer.clientId,
       response_type: 'code',
       scope: 'openid offline_access',
       redirect_uri: started.params.redirectUri,

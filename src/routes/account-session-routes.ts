@@ -17,7 +17,6 @@ import type { RouteDeps } from './route-deps.js';
 
 const NOTICES: Record<string, string> = {
   'session-ended': 'The session was ended.',
-  'signed-out': 'You are signed out.',
 };
 
 /** The sessions page: the identity's live API sessions, and ending one. */

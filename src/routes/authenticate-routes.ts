@@ -31,7 +31,7 @@ export const LEGACY_MFA_QUERY = {
 } as const satisfies AuthQueryView;
 
 /** Where a legacy session pays its MFA step with a passkey (an extension beyond the specification). */
-export const LEGACY_PASSKEY_MEMBER = {
+const LEGACY_PASSKEY_MEMBER = {
   httpMethod: 'POST',
   httpUrl: './authenticate/mfa',
   optionsHttpMethod: 'POST',

@@ -9,7 +9,7 @@ import type { PasskeyAssertionOptionsView, PasskeyCeremonyView } from '../schema
 import { parseInput } from '../schemas/parse-input.js';
 import type { Principal } from '../services/auth/principal.js';
 import { webauthnSiteOf } from './primary-logins.js';
-import { withSecondFactor } from '../services/session-service.js';
+import { completeSessionMfa } from './mfa-routes.js';
 import type { RouteDeps } from './route-deps.js';
 
 /**
@@ -24,13 +24,7 @@ export async function passkeyPaidMfa(ctx: Context, deps: RouteDeps, principal: P
   const site = webauthnSiteOf(deps)(ctx);
   const ceremony = { boundTo: principal.sessionId };
   await deps.passkeyFactor.verify(principal.identityId, ceremony, site, passkey, 'MFA_INVALID_TOKEN');
-  if (principal.kind === 'legacy' && principal.mfaPending) {
-    await deps.sessions.completeMfa(
-      principal.sessionId,
-      principal.identityId,
-      withSecondFactor(principal.amr, 'pop'),
-    );
-  }
+  await completeSessionMfa(deps, principal, 'pop');
   return true;
 }
 

@@ -12,7 +12,7 @@ import { WEBAUTHN_SCRIPT_PRELUDE } from './webauthn-script-prelude.js';
  *   data-passkey="create"   navigator.credentials.create (a passkey registered mid-flow)
  *   data-options            where to GET the options (JSON) for this ceremony
  */
-export const LOGIN_PASSKEY_SCRIPT = `'use strict';
+const LOGIN_PASSKEY_SCRIPT = `'use strict';
 (function () {
 ${WEBAUTHN_SCRIPT_PRELUDE}  function start(form) {
     var kind = form.getAttribute('data-passkey');

@@ -18,13 +18,17 @@ import type { EnrollmentReach } from '../services/mfa/totp-service.js';
 import { withSecondFactor } from '../services/session-service.js';
 import type { RouteDeps } from './route-deps.js';
 
-/** Completes the MFA step of a legacy session that still owes it. */
-export async function completeSessionMfa(deps: RouteDeps, principal: Principal): Promise<void> {
+/** Completes the MFA step of a legacy session that still owes it: a TOTP code (`otp`) or a passkey (`pop`). */
+export async function completeSessionMfa(
+  deps: RouteDeps,
+  principal: Principal,
+  factor: 'otp' | 'pop' = 'otp',
+): Promise<void> {
   if (principal.kind === 'legacy' && principal.mfaPending) {
     await deps.sessions.completeMfa(
       principal.sessionId,
       principal.identityId,
-      withSecondFactor(principal.amr, 'otp'),
+      withSecondFactor(principal.amr, factor),
     );
   }
 }

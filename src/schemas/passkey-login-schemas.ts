@@ -29,7 +29,7 @@ export const passkeyLoginRegisterSchema = z.object({
 });
 
 /** A legacy passwordless ceremony's id, as `POST /authenticate/passkey/options` returned it. */
-export const ceremonyIdField = z.string().regex(/^[A-Za-z0-9_-]{16,64}$/, 'must be a ceremony id');
+const ceremonyIdField = z.string().regex(/^[A-Za-z0-9_-]{16,64}$/, 'must be a ceremony id');
 
 /** `POST /authenticate?method=passkey`. */
 export const passkeyLoginSchema = loginExtrasSchema.extend({

@@ -14,17 +14,19 @@ import type { Principal } from '../auth/principal.js';
 /** A sign-in in flight lasts as long as the provider keeps its interaction. */
 const LOGIN_SECONDS = 600;
 /** However long the grant could last, the account page asks for a new sign-in after this. */
-export const ACCOUNT_SESSION_MAX_SECONDS = 12 * 3600;
+const ACCOUNT_SESSION_MAX_SECONDS = 12 * 3600;
 /** An access token this close to its end is refreshed before it is used. */
 const REFRESH_MARGIN_MS = 30_000;
 /** How long one request may hold the refresh of a session before another may try. */
 const REFRESH_CLAIM_MS = 10_000;
 const REFRESH_WAIT_STEP_MS = 100;
 
+/** What the token endpoint answered the account page, already checked for shape. */
 export interface TokenSet {
   accessToken: string;
   refreshToken: string;
   idToken?: string;
+  /** Seconds, from `expires_in`. */
   expiresIn: number;
 }
 

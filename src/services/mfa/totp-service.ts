@@ -285,14 +285,6 @@ export function createTotpService({
   }
 
   /**
-   * `requirement` without the `verified` status: when the policy asks for TOTP that alone decides,
-   * and the identity's configuration is not read.
-   */
-  async function isRequired(identityId: string, policy: { secondary: { requireTotp: boolean } }) {
-    return policy.secondary.requireTotp || (await requirement(identityId, policy)).required;
-  }
-
-  /**
    * The policy asks for TOTP, or the identity has a verified configuration (it opted in); with the
    * identity's `verified` status beside it, from one read.
    */
@@ -344,7 +336,6 @@ export function createTotpService({
     abandonEnrollment,
     verifyLoginCode,
     status,
-    isRequired,
     requirement,
     remove,
     regenerateRecoveryCodes,

@@ -10,6 +10,7 @@ import { newId } from '../../crypto/random.js';
 import { inTransaction } from '../../db/transaction.js';
 import { withConstraintErrors } from '../../db/constraint-errors.js';
 import { AppError } from '../../errors/app-error.js';
+import { identitiesRepository } from '../../repositories/identities-repository.js';
 import { passkeysRepository, type Passkey } from '../../repositories/passkeys-repository.js';
 import {
   webauthnChallengesRepository,
@@ -39,10 +40,10 @@ export interface Ceremony {
 export type AssertionPurpose = { purpose: 'second-factor'; identityId: string } | { purpose: 'passwordless' };
 
 /** A ceremony must be finished within this time of its options. */
-export const CHALLENGE_TTL_MS = 5 * 60_000;
+const CHALLENGE_TTL_MS = 5 * 60_000;
 
 /** A sign-in this recent may change the identity's passkeys without proving a factor again. */
-export const RECENT_SIGN_IN_MS = 5 * 60_000;
+const RECENT_SIGN_IN_MS = 5 * 60_000;
 
 /**
  * The sign-in (`auth_time`) is recent enough to add, rename or remove a passkey: a passkey gives
@@ -66,7 +67,7 @@ export interface PasskeyServiceDeps {
   now?: () => Date;
 }
 
-export function passkeyView(p: Passkey): PasskeyView {
+function passkeyView(p: Passkey): PasskeyView {
   return {
     id: p.id,
     name: p.name,
@@ -123,14 +124,6 @@ function challengeOf(clientDataJSON: string): string | undefined {
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 200);
 
 /**
- * Passkeys (WebAuthn credentials; an extension beyond the service's specification): registration,
- * the owner's list, renaming and removal, and assertions for the login (second factor or
- * passwordless). Each ceremony's challenge is stored for 5 minutes, bound to the auth request or
- * session that asked for it, and consumed by one conditional statement, so any instance finishes
- * a ceremony, once. Failures of assertions are not counted here: the login counts them (per
- * address for passwordless, per identity for a second factor).
- */
-/**
  * `firstOnly`: the registration a login makes mid-flow, which only a password paid. It may add the
  * identity's first passkey, never a further one (that takes a passkey, or a recent sign-in on the
  * account page).
@@ -144,6 +137,14 @@ const alreadyHasOne = () =>
     message: 'the identity already has a passkey: sign in with it instead of registering another',
   });
 
+/**
+ * Passkeys (WebAuthn credentials; an extension beyond the service's specification): registration,
+ * the owner's list, renaming and removal, and assertions for the login (second factor or
+ * passwordless). Each ceremony's challenge is stored for 5 minutes, bound to the auth request or
+ * session that asked for it, and consumed by one conditional statement, so any instance finishes
+ * a ceremony, once. Failures of assertions are not counted here: the login counts them (per
+ * address for passwordless, per identity for a second factor).
+ */
 export function createPasskeyService({
   knex,
   rpName,
@@ -187,15 +188,13 @@ export function createPasskeyService({
     site: WebauthnSite,
     opts: RegistrationScope = {},
   ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; warnings: string[] }> {
-    if (opts.firstOnly && (await passkeysRepository.countForIdentity(knex, identity.id)) > 0) {
-      throw alreadyHasOne();
-    }
+    const own = await passkeysRepository.listForIdentity(knex, identity.id);
+    if (opts.firstOnly && own.length > 0) throw alreadyHasOne();
     const handle = await webauthnUserHandlesRepository.findOrCreate(
       knex,
       identity.id,
       randomBytes(32).toString('base64url'),
     );
-    const own = await passkeysRepository.listForIdentity(knex, identity.id);
     const options = await (
       await webauthnLibrary()
     ).generateRegistrationOptions({
@@ -294,7 +293,7 @@ export function createPasskeyService({
           if (opts.firstOnly) {
             // The identity row is locked until commit: of two parallel first registrations, the
             // second waits here and then sees the first one's passkey.
-            await passkeysRepository.lockIdentity(trx, identityId);
+            await identitiesRepository.findByIdForUpdate(trx, identityId);
             if ((await passkeysRepository.countForIdentity(trx, identityId)) > 0) throw alreadyHasOne();
           }
           const passkey = await passkeysRepository.insert(

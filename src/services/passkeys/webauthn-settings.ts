@@ -22,7 +22,7 @@ const RP_SETTING = 'webauthn.rpId (SVC_WEBAUTHN_RP_ID)';
 const ORIGINS_SETTING = 'webauthn.origins (SVC_WEBAUTHN_ORIGINS)';
 
 /** The host of `host:port` (IPv6 without brackets), lower case. */
-export function hostOf(address: string): string {
+function hostOf(address: string): string {
   const trimmed = address.trim().toLowerCase();
   if (trimmed.startsWith('[')) return trimmed.slice(1, trimmed.indexOf(']'));
   const colon = trimmed.lastIndexOf(':');
