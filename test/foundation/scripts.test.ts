@@ -40,7 +40,9 @@ describe('database scripts', () => {
     const seeded = await script('db-seed.ts', env);
     expect(seeded.out).toContain('seeded: policy demo-totp; identity demo-user');
     expect((await script('db-seed.ts', env)).out).toBe('demo data already present\n');
-  });
+    // Four tsx processes, each opening the embedded database and running every migration: on two
+    // loaded cores in a full run that takes longer than the default minute.
+  }, 180_000);
 
   test('db:seed refuses to run in production unless forced', async () => {
     const env = { SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-scripts-')), NODE_ENV: 'production' };
