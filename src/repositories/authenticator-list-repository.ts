@@ -1,6 +1,10 @@
 import type { Db } from '../db/create-database.js';
 import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
-import { AUTHENTICATOR_COLUMNS, type Authenticator } from './authenticators-repository.js';
+import {
+  AUTHENTICATOR_COLUMNS,
+  type Authenticator,
+  type AuthenticatorRow,
+} from './authenticators-repository.js';
 import type { Passkey } from './passkeys-repository.js';
 
 /** A password or certificate authenticator as the list shows it: everything but the password hash. */
@@ -34,21 +38,12 @@ export const toListedPasskey = (
   updatedAt: p.lastUsedAt ?? p.createdAt,
 });
 
-interface ListedRow {
-  id: string;
-  identity_id: string;
-  method: 'updb' | 'cert' | 'passkey';
-  username: string | null;
-  cert_fingerprint: string | null;
-  cert_tbs_sha256: string | null;
-  cert_pem: string | null;
-  ca_id: string | null;
-  is_extendable: boolean;
-  created_at: Date;
-  updated_at: Date;
+/** An authenticator's row without its password hash, or a passkey's in the same columns. */
+type ListedRow = Omit<AuthenticatorRow, 'method' | 'password_hash'> & {
+  method: AuthenticatorRow['method'] | 'passkey';
   passkey_name: string | null;
   last_used_at: Date | null;
-}
+};
 
 function toListed(r: ListedRow): ListedAuthenticator {
   if (r.method === 'passkey') {

@@ -21,7 +21,7 @@ export interface Authenticator {
   updatedAt: Date;
 }
 
-interface AuthenticatorRow {
+export interface AuthenticatorRow {
   id: string;
   identity_id: string;
   method: AuthenticatorMethod;
