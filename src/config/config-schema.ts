@@ -451,6 +451,37 @@ export const configSchema = z.object({
       description:
         'Counted per client IP (an IPv6 client per /64 network); introspection per calling identity.',
     }),
+  audit: z
+    .object({
+      retention: atLeastOneSecond(duration('90d')).meta({
+        description:
+          'Stored audit events older than this are deleted by the clean-up pass (90 days by default). ' +
+          'The log lines of the events are not affected.',
+      }),
+    })
+    .prefault({})
+    .meta({ title: 'stored audit events' }),
+  webhooks: z
+    .object({
+      allowPrivateTargets: bool(false).meta({
+        description:
+          'true: webhooks may deliver to private, loopback, link-local, CGNAT and unique-local ' +
+          'addresses (a receiver inside your own network). Unset: such targets are refused, also ' +
+          'when a DNS name resolves to one.',
+      }),
+      ca: z
+        .string()
+        .optional()
+        .meta({
+          description:
+            'PEM bundle of extra CAs that webhook receivers may be signed by (a private CA), in ' +
+            'addition to the system trust store.',
+          unset: 'the system trust store only',
+          examples: ['/etc/svc/webhooks-ca.pem'],
+        }),
+    })
+    .prefault({})
+    .meta({ title: 'webhooks' }),
   metrics: z
     .object({
       enabled: bool(true).meta({ description: 'Serve GET /metrics (Prometheus).' }),

@@ -20,6 +20,8 @@ import * as m018 from '../../migrations/018_policy_bind_tokens.js';
 import * as m019 from '../../migrations/019_device_flow.js';
 import * as m020 from '../../migrations/020_passkeys.js';
 import * as m021 from '../../migrations/021_account_sessions.js';
+import * as m022 from '../../migrations/022_audit_events.js';
+import * as m023 from '../../migrations/023_webhooks.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -47,6 +49,8 @@ const migrations: Record<string, Knex.Migration> = {
   '019_device_flow': m019,
   '020_passkeys': m020,
   '021_account_sessions': m021,
+  '022_audit_events': m022,
+  '023_webhooks': m023,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { AfterCommit } from '../db/transaction.js';
 import { currentRequestScope } from './request-scope.js';
@@ -58,6 +59,11 @@ export interface AuditTrail {
   record(event: AuditEvent): void;
   /** Records `event` once the transaction commits; a rolled-back change is never recorded. */
   recordAfterCommit(afterCommit: AfterCommit, event: AuditEvent): void;
+  /**
+   * Stores `event` in `trx`, the transaction of the change it records (so the two commit or roll
+   * back together), and logs it once that commits.
+   */
+  store(trx: Knex.Transaction, afterCommit: AfterCommit, event: AuditEvent): Promise<void>;
   subscribe(listener: AuditListener): () => void;
 }
 
@@ -95,6 +101,10 @@ export function createAuditTrail(logger: Logger): AuditTrail {
     recordAfterCommit(afterCommit, event) {
       afterCommit(() => record(event));
     },
+    // Placeholder until the stored trail lands: logs only.
+    async store(_trx, afterCommit, event) {
+      afterCommit(() => record(event));
+    },
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -122,5 +132,6 @@ export function reasonCode(detail: unknown, fallback: string): string {
 export const NO_AUDIT: AuditTrail = {
   record: () => undefined,
   recordAfterCommit: () => undefined,
+  store: async () => undefined,
   subscribe: () => () => undefined,
 };

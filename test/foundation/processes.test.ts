@@ -161,6 +161,8 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '019_device_flow',
         '020_passkeys',
         '021_account_sessions',
+        '022_audit_events',
+        '023_webhooks',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

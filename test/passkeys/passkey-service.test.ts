@@ -26,6 +26,7 @@ describe('the passkey service (registration and the assertions the login relies 
   const audit: AuditTrail = {
     record: (e) => void events.push(e),
     recordAfterCommit: (afterCommit, e) => afterCommit(() => void events.push(e)),
+    store: async (_trx, afterCommit, e) => afterCommit(() => void events.push(e)),
     subscribe: () => () => undefined,
   };
 
