@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { AfterCommit } from '../db/transaction.js';
+import { auditEventsRepository, type AuditEventInsert } from '../repositories/audit-events-repository.js';
 import { currentRequestScope } from './request-scope.js';
 
 /**
@@ -81,6 +82,12 @@ function withScope(event: AuditEvent): AuditEvent {
   };
 }
 
+/** The indexed fields of an event as columns, every other field under `details`. */
+function storedForm(e: AuditEvent): AuditEventInsert {
+  const { event, outcome, identityId, actorId, sourceAddress, requestId, ...details } = e;
+  return { event, outcome, identityId, actorId, sourceAddress, requestId, details };
+}
+
 export function createAuditTrail(logger: Logger): AuditTrail {
   const listeners = new Set<AuditListener>();
   const log = logger.child({ audit: true });
@@ -101,8 +108,9 @@ export function createAuditTrail(logger: Logger): AuditTrail {
     recordAfterCommit(afterCommit, event) {
       afterCommit(() => record(event));
     },
-    // Placeholder until the stored trail lands: logs only.
-    async store(_trx, afterCommit, event) {
+    async store(trx, afterCommit, raw) {
+      const event = withScope(raw);
+      await auditEventsRepository.insert(trx, storedForm(event));
       afterCommit(() => record(event));
     },
     subscribe(listener) {

@@ -101,7 +101,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
       if (!revoke) await revocations.recordIdentityChanged(trx, id);
       afterCommit(revocations.afterCommit);
       // Field names only: values (names, external ids, tags) are for the API, not the log.
-      audit.recordAfterCommit(afterCommit, {
+      await audit.store(trx, afterCommit, {
         event: 'identity.updated',
         identityId: id,
         fields: Object.keys(u).sort(),
@@ -137,7 +137,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
             fields: { caId: `enrollment.${method}`, username: `enrollment.${method}` },
           });
         }
-        audit.recordAfterCommit(afterCommit, {
+        await audit.store(trx, afterCommit, {
           event: 'identity.created',
           identityId: id,
           type: input.type,
@@ -187,7 +187,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         const sessions = await apiSessionsRepository.findForIdentity(trx, id);
         await identitiesRepository.delete(trx, id);
         await revocations.recordIdentityDeleted(trx, id, { afterCommit, sessions });
-        audit.recordAfterCommit(afterCommit, { event: 'identity.deleted', identityId: id });
+        await audit.store(trx, afterCommit, { event: 'identity.deleted', identityId: id });
       });
     },
 
@@ -201,7 +201,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
           afterCommit,
           cause: 'disabled',
         });
-        audit.recordAfterCommit(afterCommit, { event: 'identity.disabled', identityId: id, durationMinutes });
+        await audit.store(trx, afterCommit, { event: 'identity.disabled', identityId: id, durationMinutes });
       });
     },
 
@@ -211,7 +211,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         await identitiesRepository.update(trx, id, { disabled: false, disabledUntil: null });
         await revocations.recordIdentityChanged(trx, id);
         afterCommit(revocations.afterCommit);
-        audit.recordAfterCommit(afterCommit, { event: 'identity.enabled', identityId: id });
+        await audit.store(trx, afterCommit, { event: 'identity.enabled', identityId: id });
       });
     },
 
@@ -226,7 +226,7 @@ export function createIdentityService(deps: IdentityServiceDeps) {
         await mfaTotpRepository.delete(trx, id);
         const passkeys = await passkeysRepository.deleteAllOfIdentity(trx, id);
         await revocations.revokeIdentity(trx, id, { afterCommit, cause: 'mfa-reset' });
-        audit.recordAfterCommit(afterCommit, { event: 'identity.mfa-reset', identityId: id, passkeys });
+        await audit.store(trx, afterCommit, { event: 'identity.mfa-reset', identityId: id, passkeys });
       });
     },
   };
