@@ -59,6 +59,8 @@ import { createSessionLimit } from './services/session-limit.js';
 import { createSessionService } from './services/session-service.js';
 import { createApiSessionView } from './services/api-session-view.js';
 import { createSignerService } from './services/signer-service.js';
+import { createWebhookDeliveryAdmin } from './services/webhooks/webhook-delivery-admin.js';
+import { createWebhookService } from './services/webhooks/webhook-service.js';
 
 export interface ComposeDeps {
   config: Config;
@@ -196,6 +198,13 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   const passkeys = createPasskeyService({ knex, rpName: edge.totp.issuer, changes: revocations, audit });
   // Counted with the identity's wrong TOTP codes: one failure budget per second factor.
   const passkeyFactor = createPasskeyFactor({ knex, passkeys, audit });
+  const webhooks = createWebhookService({
+    knex,
+    box,
+    allowPrivateTargets: config.webhooks.allowPrivateTargets,
+    audit,
+  });
+  const webhookDeliveries = createWebhookDeliveryAdmin({ knex });
   return {
     audit,
     sessions,
@@ -220,6 +229,8 @@ async function createDomainServices({ config, listeners, database, box, pki, log
     webauthn,
     passkeys,
     passkeyFactor,
+    webhooks,
+    webhookDeliveries,
   };
 }
 
@@ -376,6 +387,8 @@ function createRouteDeps(
     // Built here: an OIDC session's grant rows are the OIDC part's to end.
     apiSessionEnding,
     accountSessions,
+    webhooks: services.webhooks,
+    webhookDeliveries: services.webhookDeliveries,
   };
 }
 

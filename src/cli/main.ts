@@ -14,6 +14,7 @@ import { importCommands } from './import-command.js';
 import { keysCommands } from './keys-commands.js';
 import { loginCommand } from './login-command.js';
 import { terminalText } from './terminal-text.js';
+import { webhookCommands } from './webhook-commands.js';
 import { commandHelp, groupHelp } from './usage.js';
 
 /** Every command (docs/cli.md), in the order the help lists them. */
@@ -24,6 +25,7 @@ export const commands: CommandSpec[] = [
   ...apiSessionEndingCommands,
   ...enrollmentCommands,
   ...blockedCertificateCommands,
+  ...webhookCommands,
   ...importCommands,
   enrollCommand,
   ...keysCommands,

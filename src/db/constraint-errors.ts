@@ -101,6 +101,9 @@ const CONSTRAINTS: Record<string, Answers> = {
   passkeys__identity_id_fk: { missing: identityGone },
   webauthn_user_handles__identity_id_fk: { missing: identityGone },
   webauthn_challenges__identity_id_fk: { missing: identityGone },
+  webhooks__name_unique: {
+    unique: { code: 'CONFLICT', field: 'name', reason: 'a webhook with this name exists' },
+  },
 };
 
 function answerFor(err: unknown, removes: boolean): ConstraintAnswer | undefined {

@@ -61,6 +61,10 @@ export const errorCatalog = {
     message: 'passkeys are not available at this address',
   },
   MFA_EXISTS: { status: 409, message: 'an MFA configuration already exists or is in progress' },
+  DELIVERY_ALREADY_SUCCEEDED: {
+    status: 409,
+    message: 'the webhook delivery already succeeded; it is not sent again',
+  },
   REQUEST_ENTITY_TOO_LARGE: { status: 413, message: 'the request body is larger than 1 MiB' },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,

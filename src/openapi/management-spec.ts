@@ -4,6 +4,7 @@ import { admin, crud, type Extra } from './crud-routes.js';
 import { ref, type JsonSchema } from './json-schema.js';
 import { buildDocument, type RouteDoc } from './operations.js';
 import { dataResponse, emptyResponse, sessionRoutes } from './session-paths.js';
+import { webhookRoutes } from './webhook-paths.js';
 
 const conflict = { errors: ['CONFLICT'] } satisfies Extra;
 const unknownRefOrConflict = { errors: ['NOT_FOUND', 'CONFLICT'] } satisfies Extra;
@@ -351,6 +352,7 @@ export function managementSpec(): JsonSchema {
       ...authenticatorRoutes(),
       ...policySignerCaRoutes(),
       ...keyRoutes,
+      ...webhookRoutes(),
     ],
   );
 }

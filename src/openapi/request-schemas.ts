@@ -30,6 +30,7 @@ import {
 } from '../schemas/passkey-schemas.js';
 import { POLICY_IGNORED_MEMBERS, policyCreateSchema, policyPatchSchema } from '../schemas/policy-schemas.js';
 import { SIGNER_IGNORED_MEMBERS, signerCreateSchema, signerPatchSchema } from '../schemas/signer-schemas.js';
+import { webhookCreateSchema, webhookPatchSchema } from '../schemas/webhook-schemas.js';
 import { fromZod, type JsonSchema } from './json-schema.js';
 
 /**
@@ -60,6 +61,19 @@ const NAME =
 const USERNAME =
   'PRECIS IdentifierClass (RFC 8264 §4.2) in NFC; case-sensitive; Latin not mixed with ' +
   'Cyrillic or Greek; no combining mark without a letter to sit on.';
+
+const WEBHOOK_URL =
+  'An absolute https URL without user name or password; unless `webhooks.allowPrivateTargets`, not a ' +
+  'private, loopback, link-local or other internal address.';
+const WEBHOOK_EVENTS =
+  'Event names (`identity.created`), prefixes ending in `.*` (`identity.*`), or `*` for every event; ' +
+  'lowercase dotted words; 1 to 50, duplicates dropped.';
+
+/** A body of our own resources (no OpenZiti counterpart): strict, nothing ignored. */
+const closedDoc = (schema: JsonSchema): JsonSchema => ({
+  ...schema,
+  description: 'Any other member is refused: 400 COULD_NOT_VALIDATE naming it.',
+});
 
 export const requestSchemas: Record<string, JsonSchema> = {
   // The route parses the credential (method=password only) and the extras separately.
@@ -181,5 +195,23 @@ export const requestSchemas: Record<string, JsonSchema> = {
       identityNameFormat: NAME_FORMAT,
     }),
     CA_IGNORED_MEMBERS,
+  ),
+  WebhookCreate: closedDoc(
+    fromZod(webhookCreateSchema, {
+      name: NAME,
+      url: WEBHOOK_URL,
+      events: WEBHOOK_EVENTS,
+      enabled: 'Default true.',
+    }),
+  ),
+  WebhookPatch: closedDoc(
+    fromZod(webhookPatchSchema, {
+      name: NAME,
+      url: WEBHOOK_URL,
+      events: WEBHOOK_EVENTS,
+      enabled:
+        'true on a disabled webhook clears `disabledReason` and `failingSince`; its pending deliveries ' +
+        'younger than 24 hours are due at once, older ones fail ("expired while the webhook was disabled").',
+    }),
   ),
 };

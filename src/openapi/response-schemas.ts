@@ -40,6 +40,14 @@ import {
   ownApiSessionSchema,
 } from '../schemas/session-views.js';
 import { publicSignerViewSchema, signerViewSchema } from '../schemas/signer-views.js';
+import {
+  webhookCreatedSchema,
+  webhookDeliveryAttemptSchema,
+  webhookDeliveryListMetaSchema,
+  webhookDeliverySchema,
+  webhookSecretRotatedSchema,
+  webhookViewSchema,
+} from '../schemas/webhook-views.js';
 import type { JsonSchema } from './json-schema.js';
 
 /** Component name → the zod schema the services' views are typed against (src/schemas/*-views.ts). */
@@ -75,6 +83,12 @@ const views: Record<string, z.ZodType> = {
   PasskeyRequestOptions: passkeyRequestOptionsSchema,
   PasskeyCeremony: passkeyCeremonySchema,
   PasskeyAssertionOptions: passkeyAssertionOptionsSchema,
+  Webhook: webhookViewSchema,
+  WebhookCreated: webhookCreatedSchema,
+  WebhookSecretRotated: webhookSecretRotatedSchema,
+  WebhookDelivery: webhookDeliverySchema,
+  WebhookDeliveryAttempt: webhookDeliveryAttemptSchema,
+  WebhookDeliveryListMeta: webhookDeliveryListMetaSchema,
 };
 
 /**

@@ -23,6 +23,8 @@ import type { ApiSessionView } from '../services/api-session-view.js';
 import type { ApiSessionEnding } from '../services/api-session-ending.js';
 import type { AccountSessionService } from '../services/account/account-session-service.js';
 import type { UserCodeThrottle } from './user-code-throttle.js';
+import type { WebhookService } from '../services/webhooks/webhook-service.js';
+import type { WebhookDeliveryAdmin } from '../services/webhooks/webhook-delivery-admin.js';
 
 /**
  * What route modules may use: services, never repositories, so that every rule about the data
@@ -75,4 +77,7 @@ export interface RouteDeps {
   apiSessionEnding: ApiSessionEnding;
   /** The account page's own sessions (`/account/`). */
   accountSessions: AccountSessionService;
+  /** Webhooks (admins): their subscriptions and secrets, and what an admin sees of their deliveries. */
+  webhooks: WebhookService;
+  webhookDeliveries: WebhookDeliveryAdmin;
 }
