@@ -506,6 +506,54 @@ describe('real responses of every documented operation validate against the gene
     }
   });
 
+  test('management: webhooks, their secret rotation, deliveries and retries', async () => {
+    const m = (method: string, path: string, o: Omit<Call, 'token'>) =>
+      call('management', method, path, { token: admin, ...o });
+    const body = { name: 'oa-webhook', url: 'https://receiver.example.com/oa', events: ['identity.*'] };
+    await m('POST', '/webhooks', { body: { ...body, url: 'http://receiver.example.com/oa' }, status: 400 });
+    const id = (await m('POST', '/webhooks', { body, status: 201 })).body.data.id as string;
+    const item = `/webhooks/${id}`;
+    await m('GET', '/webhooks', { status: 200 });
+    await m('GET', '/webhooks', { url: '/webhooks?sort=secret', status: 400 });
+    await m('GET', '/webhooks/{id}', { url: item, status: 200 });
+    await m('PATCH', '/webhooks/{id}', { url: item, body: { enabled: false }, status: 200 });
+    await m('POST', '/webhooks/{id}/rotate-secret', { url: `${item}/rotate-secret`, status: 200 });
+    await m('GET', '/webhooks/{id}', { url: item, status: 200 });
+    const deliveries = `${item}/deliveries`;
+    const sent = async (sequence: number, status: string) => {
+      const deliveryId = `oa-delivery-${sequence}`;
+      await server.app.knex('webhook_deliveries').insert({
+        id: deliveryId,
+        webhook_id: id,
+        event_id: sequence,
+        event: 'identity.created',
+        sequence,
+        payload: '{}',
+        status,
+        attempts: 1,
+        created_at: new Date(),
+        last_attempt_at: new Date(),
+        last_status_code: status === 'succeeded' ? 200 : 500,
+      });
+      await server.app.knex('webhook_delivery_attempts').insert({
+        delivery_id: deliveryId,
+        attempted_at: new Date(),
+        status_code: status === 'succeeded' ? 200 : 500,
+        duration_ms: 10,
+        instance_id: 'oa',
+      });
+      return `${deliveries}/${deliveryId}/retry`;
+    };
+    const failed = await sent(1, 'failed');
+    const succeeded = await sent(2, 'succeeded');
+    await m('GET', '/webhooks/{id}/deliveries', { url: `${deliveries}?limit=1`, status: 200 });
+    await m('GET', '/webhooks/{id}/deliveries', { url: `${deliveries}?offset=1`, status: 400 });
+    const retry = '/webhooks/{id}/deliveries/{deliveryId}/retry';
+    await m('POST', retry, { url: failed, status: 200 });
+    await m('POST', retry, { url: succeeded, status: 409 });
+    await m('DELETE', '/webhooks/{id}', { url: item, status: 200 });
+  });
+
   test('every documented operation had its success and at least one error validated', () => {
     for (const api of ['client', 'management'] as const) {
       expect({ [api]: validators[api].unexercised() }).toEqual({ [api]: [] });
