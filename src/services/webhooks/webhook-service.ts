@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import { newId } from '../../crypto/random.js';
 import type { ListPage, ListQuery } from '../../db/list-query.js';
-import { inTransaction } from '../../db/transaction.js';
+import { inTransaction, RETRY_DEADLOCKS } from '../../db/transaction.js';
 import { AppError, validationError } from '../../errors/app-error.js';
 import { webhookDeliveryListRepository } from '../../repositories/webhook-delivery-list-repository.js';
 import { webhooksRepository, type WebhookChanges } from '../../repositories/webhooks-repository.js';
@@ -105,35 +105,43 @@ export function createWebhookService({
      */
     async patch(id: string, patch: WebhookPatch): Promise<void> {
       if (patch.url !== undefined) checkUrl(patch.url);
-      await inTransaction(knex, async (trx, afterCommit) => {
-        const current = await webhooksRepository.findForUpdate(trx, id);
-        if (!current) throw notFound();
-        checkName('name', patch.name, current.name);
-        const at = now();
-        const changes: WebhookChanges = {
-          name: patch.name,
-          url: patch.url,
-          events: patch.events,
-          enabled: patch.enabled,
-        };
-        const reenabled = patch.enabled === true && !current.enabled;
-        let deliveries: { resumed: number; expired: number } | undefined;
-        if (reenabled) {
-          Object.assign(changes, { failingSince: null, disabledReason: null });
+      await inTransaction(
+        knex,
+        async (trx, afterCommit) => {
+          const current = await webhooksRepository.findForUpdate(trx, id);
+          if (!current) throw notFound();
+          checkName('name', patch.name, current.name);
+          const at = now();
+          const reenabled = patch.enabled === true && !current.enabled;
+          const changes: WebhookChanges = {
+            name: patch.name,
+            url: patch.url,
+            events: patch.events,
+            enabled: patch.enabled,
+            ...(reenabled && { failingSince: null, disabledReason: null }),
+          };
           const cutoff = new Date(at.getTime() - RESUMABLE_DELIVERY_MS);
-          deliveries = await webhookDeliveryListRepository.resume(trx, id, at, cutoff);
-        }
-        const updated = (await webhooksRepository.update(trx, id, changes, at))!;
-        // Field names only, and of the URL its origin: never a path or query string.
-        await audit.store(trx, afterCommit, {
-          event: 'webhook.updated',
-          webhookId: id,
-          name: updated.name,
-          fields: Object.keys(patch).sort(),
-          ...(patch.url !== undefined && { origin: originOf(patch.url) }),
-          ...(deliveries && { deliveriesResumed: deliveries.resumed, deliveriesExpired: deliveries.expired }),
-        });
-      });
+          const deliveries = reenabled
+            ? await webhookDeliveryListRepository.resume(trx, id, at, cutoff)
+            : undefined;
+          const updated = (await webhooksRepository.update(trx, id, changes, at))!;
+          // Field names only, and of the URL its origin: never a path or query string.
+          await audit.store(trx, afterCommit, {
+            event: 'webhook.updated',
+            webhookId: id,
+            name: updated.name,
+            fields: Object.keys(patch).sort(),
+            ...(patch.url !== undefined && { origin: originOf(patch.url) }),
+            ...(deliveries && {
+              deliveriesResumed: deliveries.resumed,
+              deliveriesExpired: deliveries.expired,
+            }),
+          });
+          // The delivery engine writes the same webhook and delivery rows as it sends; a deadlock
+          // with it wrote nothing here and is run again.
+        },
+        RETRY_DEADLOCKS,
+      );
     },
 
     async remove(id: string): Promise<void> {
