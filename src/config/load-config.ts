@@ -2,13 +2,19 @@ import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { parse as parseYaml } from 'yaml';
+import { readCertificatesFile } from './certificates-file.js';
 import { configSchema, type ParsedConfig } from './config-schema.js';
 import { applyTokenDurationRules } from './token-durations.js';
 import { widenedCiphers } from './tls-ciphers.js';
 import { hostWithin } from './webauthn-origin.js';
 import { resolveListeners, type ListenerSpec } from './web-listeners.js';
 
-export type Config = ParsedConfig & { listeners: ListenerSpec[]; warnings: string[] };
+export type Config = ParsedConfig & {
+  listeners: ListenerSpec[];
+  warnings: string[];
+  /** `caPem`: the certificates of the webhooks.ca file, read at start. */
+  webhooks: ParsedConfig['webhooks'] & { caPem?: string };
+};
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -74,6 +80,8 @@ const SCALAR_PATHS = [
   'pki.trustDomain',
   'webauthn.rpId',
   'webauthn.origins',
+  'webhooks.allowPrivateTargets',
+  'webhooks.ca',
 ];
 
 export const envNameOf = (path: string) =>
@@ -162,10 +170,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     sourceOf.set(path, name);
   }
   options.overrides?.(tree);
-  return validate(tree, sourceOf);
+  return validate(tree, sourceOf, cwd);
 }
 
-function validate(tree: Tree, sourceOf: Map<string, string>): Config {
+function validate(tree: Tree, sourceOf: Map<string, string>, cwd: string): Config {
   const result = configSchema.safeParse(tree);
   if (!result.success) {
     const issue = result.error.issues[0]!;
@@ -204,7 +212,19 @@ function validate(tree: Tree, sourceOf: Map<string, string>): Config {
     Object.assign(parsed.edge.oidc, durations);
     warnings.push(...w);
   }
-  return { ...parsed, listeners: resolveListeners(parsed), warnings };
+  const webhooks = { ...parsed.webhooks, caPem: webhooksCaPem(parsed.webhooks.ca, sourceOf, cwd) };
+  return { ...parsed, listeners: resolveListeners(parsed), warnings, webhooks };
+}
+
+/** webhooks.ca read now, so that a missing or wrong file stops the start instead of every delivery. */
+function webhooksCaPem(file: string | undefined, sourceOf: Map<string, string>, cwd: string) {
+  if (file === undefined) return undefined;
+  try {
+    return readCertificatesFile(resolve(cwd, file));
+  } catch (err) {
+    const source = sourceOf.get('webhooks.ca');
+    throw new ConfigError(`webhooks.ca${source ? ` (${source})` : ''}: ${(err as Error).message}`);
+  }
 }
 
 /**
