@@ -27,6 +27,7 @@ import { healthRoutes } from './routes/health-routes.js';
 import { wellKnownRoutes } from './routes/well-known-routes.js';
 import { metricsRoutes } from './routes/metrics-routes.js';
 import { createMetricsRegistry } from './services/metrics-registry.js';
+import type { WebhookOverrides } from './services/webhooks/webhook-dispatcher.js';
 
 export interface RunningListener {
   name: string;
@@ -86,6 +87,8 @@ export interface CreateAppOptions {
    * could still fail: a start that fails later must not take the only copy of the password with it.
    */
   onGeneratedAdminPassword?: (admin: BootstrapResult) => void;
+  /** Webhook delivery's parts that tests replace. */
+  webhooks?: WebhookOverrides;
 }
 
 /** A start-up step: enrolled client certificates the chain rules now refuse are worth a warning. */
@@ -212,6 +215,7 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
       pki,
       logger,
       metrics,
+      webhooks: options.webhooks,
     });
     const notReady = () => {
       if (!serving.now) return 'the listeners do not serve the application';

@@ -61,6 +61,9 @@ import { createApiSessionView } from './services/api-session-view.js';
 import { createSignerService } from './services/signer-service.js';
 import { createWebhookDeliveryAdmin } from './services/webhooks/webhook-delivery-admin.js';
 import { createWebhookService } from './services/webhooks/webhook-service.js';
+import { createOutboundPost } from './services/webhooks/outbound-post.js';
+import { DEFAULT_LEASE_MS, DELIVERY_TIMEOUT_MS } from './services/webhooks/webhook-delivery.js';
+import { startWebhookDispatcher, type WebhookOverrides } from './services/webhooks/webhook-dispatcher.js';
 
 export interface ComposeDeps {
   config: Config;
@@ -72,6 +75,8 @@ export interface ComposeDeps {
   logger: Logger;
   /** The Prometheus registry that audit events, grants, password checks and the feed report to. */
   metrics: MetricsRegistry;
+  /** Webhook delivery's parts that tests replace. */
+  webhooks?: WebhookOverrides;
 }
 
 /** The routers of the edge APIs, mounted per listener by `buildKoaApp`. */
@@ -283,6 +288,32 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
   return { oidc, userCodeThrottle };
 }
 
+/** Webhook delivery in this process (docs/operations.md, "Webhook delivery"). */
+function startWebhooks(
+  { config, database, box, logger, metrics, webhooks }: ComposeDeps,
+  audit: DomainServices['audit'],
+): () => Promise<void> {
+  const leaseMs = webhooks?.leaseMs ?? DEFAULT_LEASE_MS;
+  const post =
+    webhooks?.post ??
+    createOutboundPost({
+      allowPrivateTargets: config.webhooks.allowPrivateTargets,
+      extraCa: config.webhooks.caPem,
+      // A send ends well before its claim's lease does, so no other instance sends it meanwhile.
+      timeoutMs: Math.min(DELIVERY_TIMEOUT_MS, leaseMs / 2),
+    });
+  return startWebhookDispatcher({
+    knex: database.knex,
+    box,
+    post,
+    audit,
+    logger,
+    leaseMs,
+    ...(webhooks?.now && { now: webhooks.now }),
+    onResult: metrics.countWebhookAttempt,
+  });
+}
+
 /**
  * The store of the per-address limits when every instance must share one count. The embedded
  * database serves a single process, whose memory is the whole count.
@@ -406,6 +437,7 @@ export async function compose(deps: ComposeDeps) {
   const oidcPart = deps.config.edge ? await createOidcPart(deps, services) : undefined;
   const routers = oidcPart ? edgeRoutersOf(createRouteDeps(deps, services, oidcPart)) : undefined;
   const stopJanitor = startJanitor(knex, deps.logger, instanceLockFor(deps.database, 'janitor'));
+  const stopWebhooks = startWebhooks(deps, services.audit);
 
   return {
     /** Security events: logged one line each, and observable in-process (metrics). */
@@ -425,6 +457,7 @@ export async function compose(deps: ComposeDeps) {
       // Every part is waited for, also when one fails: the pool closes next.
       const stopped = await Promise.allSettled([
         stopJanitor(),
+        stopWebhooks(),
         oidcPart?.oidc.stop(),
         services.revocationState.stop(),
       ]);

@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from './config/load-config.js';
 import { createApp, type App } from './app.js';
+import { webhookOverridesFromEnv } from './services/webhooks/webhook-dispatcher.js';
 
 /**
  * `npm start` and `svc controller run`: load config, start, stop cleanly on SIGTERM/SIGINT. A
@@ -53,6 +54,7 @@ export async function runController(): Promise<void> {
   process.on('SIGINT', () => onSignal('SIGINT'));
 
   const app = await createApp(config, {
+    webhooks: webhookOverridesFromEnv(process.env),
     // Printed once, outside the structured log, so it does not linger in log storage.
     onGeneratedAdminPassword: ({ username, generatedPassword }) =>
       process.stdout.write(

@@ -132,6 +132,15 @@ export function createMetricsRegistry() {
     buckets: PASSWORD_BUCKETS,
     registers,
   });
+  const webhookAttempts = new Counter({
+    name: 'svc_webhook_attempts_total',
+    help:
+      'Webhook delivery attempts this instance made, by result: delivered (2xx), retrying, failed (its ' +
+      '24 hours are over) and lost (its lease had passed to another instance; not recorded).',
+    labelNames: ['result'] as const,
+    registers,
+  });
+  const webhookResult = bounded(['delivered', 'retrying', 'failed', 'lost']);
   const queryDuration = new Histogram({
     name: 'svc_db_query_duration_seconds',
     help: 'Time of answered database queries, from knex (the change feed and rate-limit store excepted).',
@@ -193,6 +202,11 @@ export function createMetricsRegistry() {
     /** A token endpoint outcome, as the OIDC provider reports it. */
     countGrant(type: unknown, succeeded: boolean): void {
       tokenGrants.inc({ grant_type: grantType(type), outcome: succeeded ? 'success' : 'failure' });
+    },
+
+    /** One webhook delivery attempt's result. */
+    countWebhookAttempt(result: string): void {
+      webhookAttempts.inc({ result: webhookResult(result) });
     },
 
     /** Time of one Argon2id verification. */

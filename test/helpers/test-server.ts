@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { createApp, type App } from '../../src/app.js';
+import { createApp, type App, type CreateAppOptions } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { pgliteDir } from '../../src/db/create-database.js';
 import { createHttpsClient, type ClientOptions, type HttpsClient } from './https-client.js';
@@ -37,6 +37,8 @@ export interface TestServerOptions {
   dataDir?: string;
   /** Where the server logs (default: silent, or TEST_LOG_LEVEL). */
   logger?: Logger;
+  /** Webhook delivery's outbound POST, lease or clock. */
+  webhooks?: CreateAppOptions['webhooks'];
 }
 
 /** The whole controller on an ephemeral port over real HTTPS, with its own database. */
@@ -62,7 +64,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const pglite = pgliteDir(config.dataDir);
   if (!config.databaseUrl && !existsSync(pglite)) await copyMigratedPglite(pglite);
   const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const app = await createApp(config, { logger });
+  const app = await createApp(config, { logger, webhooks: options.webhooks });
   const url = app.listeners[0]!.urls.find((u) => u.includes('127.0.0.1')) ?? app.listeners[0]!.urls[0]!;
   const ca = app.pki.caBundlePem;
   const clients: HttpsClient[] = [];

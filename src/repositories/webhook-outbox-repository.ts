@@ -1,0 +1,298 @@
+import type { Db } from '../db/create-database.js';
+import { fixedStatement, runFixed } from '../db/fixed-statement.js';
+import { AUDIT_EVENT_COLUMNS, type AuditEventRow } from './audit-event-row.js';
+
+/**
+ * Only events whose transaction is below the oldest one still running: every transaction there
+ * has ended, so no event can still appear behind the cursor (docs/adr/0015-audit-events-and-webhooks.md).
+ */
+const SETTLED = 'e.tx < pg_snapshot_xmin(pg_current_snapshot())';
+
+/** Asked once a second without a transaction: the common answer is "nothing new". */
+const HAS_NEW_EVENTS = fixedStatement(
+  `SELECT EXISTS (
+     SELECT 1 FROM webhook_dispatch d
+     JOIN audit_events e ON (e.tx, e.id) > (d.last_tx, d.last_event_id)
+     WHERE d.id = 1 AND ${SETTLED}
+   ) AS due`,
+);
+
+/**
+ * Takes the fan-out's row (or nothing, when another instance holds it) and reads the next events
+ * with their sequence numbers, in `(tx, id)` order.
+ */
+const NEXT_EVENTS = fixedStatement(
+  `SELECT (d.last_sequence + e.n)::text AS sequence, e.*
+   FROM (SELECT last_tx, last_event_id, last_sequence FROM webhook_dispatch WHERE id = 1
+         FOR UPDATE SKIP LOCKED) d
+   CROSS JOIN LATERAL (
+     SELECT ${AUDIT_EVENT_COLUMNS}, row_number() OVER (ORDER BY e.tx, e.id) AS n
+     FROM audit_events e
+     WHERE (e.tx, e.id) > (d.last_tx, d.last_event_id) AND ${SETTLED}
+     ORDER BY e.tx, e.id
+     LIMIT ?
+   ) e
+   ORDER BY e.n`,
+);
+
+/**
+ * One delivery per event and subscribed webhook, and the cursor's move, in one statement. A
+ * webhook disabled for failing still collects deliveries (sent once it is enabled again); one an
+ * admin disabled does not. A pattern is an event name, `prefix.*` (every event under the prefix)
+ * or `*`.
+ */
+const INSERT_DELIVERIES = fixedStatement(
+  `WITH events AS (
+     SELECT * FROM jsonb_to_recordset(?::jsonb) AS e(id bigint, event text, sequence bigint, payload text)
+   ), inserted AS (
+     INSERT INTO webhook_deliveries
+       (id, webhook_id, event_id, event, sequence, payload, status, attempts, created_at, next_attempt_at)
+     SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), w.id, e.id, e.event, e.sequence, e.payload,
+            'pending', 0, ?::timestamptz, ?::timestamptz
+     FROM events e
+     JOIN webhooks w ON (w.enabled OR w.disabled_reason = 'failing') AND EXISTS (
+       SELECT 1 FROM jsonb_array_elements_text(w.events) AS p(pattern)
+       WHERE p.pattern IN ('*', e.event)
+          OR (right(p.pattern, 2) = '.*' AND starts_with(e.event, left(p.pattern, -1)))
+     )
+     RETURNING 1
+   ), moved AS (
+     UPDATE webhook_dispatch SET last_tx = ?::xid8, last_event_id = ?::bigint, last_sequence = ?::bigint
+     WHERE id = 1
+     RETURNING 1
+   )
+   SELECT (SELECT count(*) FROM inserted)::int AS deliveries, (SELECT count(*) FROM moved)::int AS moved`,
+);
+
+/**
+ * Gives up the due deliveries of enabled webhooks that are past their window, then claims due ones
+ * with a lease, in one statement. The lease counts on the database's clock, which every instance
+ * shares; when a delivery is due counts on the caller's.
+ */
+const CLAIM_DUE = fixedStatement(
+  `WITH params AS (
+     SELECT ?::text AS instance, ?::interval AS lease, ?::timestamptz AS now, ?::timestamptz AS cutoff,
+            ?::int AS batch
+   ), expired AS (
+     UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL,
+       last_error = coalesce(last_error, 'not delivered within 24 hours')
+     WHERE id IN (
+       SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id, params
+       WHERE hook.enabled AND due.status = 'pending' AND due.next_attempt_at <= params.now
+         AND due.created_at < params.cutoff AND (due.claimed_until IS NULL OR due.claimed_until < now())
+       ORDER BY due.next_attempt_at
+       LIMIT 100
+       FOR UPDATE OF due SKIP LOCKED
+     )
+   ), claimed AS (
+     UPDATE webhook_deliveries d SET claimed_by = params.instance, claimed_until = now() + params.lease
+     FROM webhooks w, params
+     WHERE w.id = d.webhook_id AND d.id IN (
+       SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id, params
+       WHERE hook.enabled AND due.status = 'pending' AND due.next_attempt_at <= params.now
+         AND due.created_at >= params.cutoff AND (due.claimed_until IS NULL OR due.claimed_until < now())
+       ORDER BY due.next_attempt_at
+       LIMIT (SELECT batch FROM params)
+       FOR UPDATE OF due SKIP LOCKED
+     )
+     RETURNING d.id, d.webhook_id, d.payload, d.attempts, d.created_at, w.url, w.secret_sealed,
+       CASE WHEN w.previous_secret_expires_at > params.now THEN w.previous_secret_sealed END
+         AS previous_secret_sealed
+   )
+   SELECT id, webhook_id, payload, attempts, created_at, url, secret_sealed, previous_secret_sealed
+   FROM claimed`,
+);
+
+/**
+ * An attempt's outcome, only while this instance still holds the claim: the delivery's new state,
+ * the attempt's row, and the webhook's run of failures (written only when it changes, so that
+ * deliveries to one webhook do not queue on its row). Answers the webhook's `failing_since` after
+ * the attempt.
+ */
+const ACKNOWLEDGE = fixedStatement(
+  `WITH a AS (
+     SELECT ?::text AS id, ?::text AS instance, ?::boolean AS ok, ?::timestamptz AS at,
+            ?::int AS status_code, ?::text AS error, ?::int AS duration_ms, ?::timestamptz AS next_at,
+            ?::timestamptz AS cutoff
+   ), d AS (
+     UPDATE webhook_deliveries d SET
+       status = CASE WHEN a.ok THEN 'succeeded' WHEN d.created_at < a.cutoff THEN 'failed' ELSE 'pending' END,
+       attempts = d.attempts + 1,
+       next_attempt_at = CASE WHEN a.ok OR d.created_at < a.cutoff THEN NULL ELSE a.next_at END,
+       last_attempt_at = a.at, last_status_code = a.status_code, last_error = a.error,
+       succeeded_at = CASE WHEN a.ok THEN a.at ELSE d.succeeded_at END,
+       claimed_by = NULL, claimed_until = NULL
+     FROM a
+     WHERE d.id = a.id AND d.claimed_by = a.instance
+     RETURNING d.id, d.webhook_id, d.status
+   ), attempt AS (
+     INSERT INTO webhook_delivery_attempts (delivery_id, attempted_at, status_code, error, duration_ms, instance_id)
+     SELECT d.id, a.at, a.status_code, a.error, a.duration_ms, a.instance FROM d, a
+   ), run AS (
+     UPDATE webhooks w SET failing_since = CASE WHEN a.ok THEN NULL ELSE a.at END
+     FROM d, a
+     WHERE w.id = d.webhook_id AND (CASE WHEN a.ok THEN w.failing_since IS NOT NULL ELSE w.failing_since IS NULL END)
+     RETURNING w.failing_since
+   )
+   SELECT d.status, CASE WHEN a.ok THEN NULL ELSE coalesce((SELECT failing_since FROM run), w.failing_since) END
+            AS failing_since
+   FROM d JOIN webhooks w ON w.id = d.webhook_id, a`,
+);
+
+export interface DeliveryInsert {
+  eventId: string;
+  event: string;
+  sequence: number;
+  payload: string;
+}
+
+/** An event read by the fan-out, with the sequence number it gets. */
+export interface SequencedEventRow extends AuditEventRow {
+  sequence: string;
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  webhookId: string;
+  payload: string;
+  /** Attempts made before this one. */
+  attempts: number;
+  createdAt: Date;
+  url: string;
+  secretSealed: string;
+  /** The rotated-out secret while it is still valid, else null. */
+  previousSecretSealed: string | null;
+}
+
+export interface AttemptOutcome {
+  ok: boolean;
+  at: Date;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  /** When to try again after a failure (ignored on success or past the window). */
+  nextAttemptAt: Date;
+}
+
+interface ClaimRow {
+  id: string;
+  webhook_id: string;
+  payload: string;
+  attempts: number;
+  created_at: Date;
+  url: string;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+}
+
+/** The webhook outbox (migrations/023_webhooks.ts): fan-out, claims with a lease, acknowledgements. */
+export const webhookOutboxRepository = {
+  /** Whether settled events lie after the fan-out's cursor. */
+  async hasNewEvents(db: Db): Promise<boolean> {
+    const [row] = await runFixed<{ due: boolean }>(db, HAS_NEW_EVENTS, []);
+    return row?.due === true;
+  },
+
+  /**
+   * In `trx`: locks the fan-out's row and reads up to `limit` events after its cursor, numbered;
+   * none when another instance holds the row.
+   */
+  async lockNextEvents(trx: Db, limit: number): Promise<SequencedEventRow[]> {
+    return runFixed<SequencedEventRow>(trx, NEXT_EVENTS, [limit]);
+  },
+
+  /**
+   * In the transaction of `lockNextEvents`: the deliveries of `events` to every webhook subscribed
+   * to them, and the cursor moved past the last one. Answers the number of deliveries.
+   */
+  async insertDeliveries(
+    trx: Db,
+    events: DeliveryInsert[],
+    cursor: { tx: string; eventId: string; sequence: number },
+    now: Date,
+  ): Promise<number> {
+    const rows = events.map((e) => ({ id: e.eventId, event: e.event, sequence: e.sequence, payload: e.payload }));
+    const [row] = await runFixed<{ deliveries: number; moved: number }>(trx, INSERT_DELIVERIES, [
+      JSON.stringify(rows),
+      now,
+      now,
+      cursor.tx,
+      cursor.eventId,
+      cursor.sequence,
+    ]);
+    if (row?.moved !== 1) throw new Error('the webhook fan-out cursor is missing');
+    return row.deliveries;
+  },
+
+  /**
+   * Claims up to `limit` due deliveries of enabled webhooks for `instance` until `leaseMs` from
+   * now (database clock); due ones created before `cutoff` are marked failed instead.
+   */
+  async claimDue(
+    db: Db,
+    o: { instance: string; leaseMs: number; now: Date; cutoff: Date; limit: number },
+  ): Promise<ClaimedDelivery[]> {
+    const rows = await runFixed<ClaimRow>(db, CLAIM_DUE, [
+      o.instance,
+      `${o.leaseMs} milliseconds`,
+      o.now,
+      o.cutoff,
+      o.limit,
+    ]);
+    return rows.map((r) => ({
+      id: r.id,
+      webhookId: r.webhook_id,
+      payload: r.payload,
+      attempts: r.attempts,
+      createdAt: new Date(r.created_at),
+      url: r.url,
+      secretSealed: r.secret_sealed,
+      previousSecretSealed: r.previous_secret_sealed,
+    }));
+  },
+
+  /**
+   * Records an attempt of a delivery `instance` claimed; a delivery created before `cutoff` that
+   * failed again is failed for good. Undefined when the claim was lost (its lease expired and
+   * another instance took the delivery over, or the webhook was deleted): nothing is written then.
+   */
+  async acknowledge(
+    db: Db,
+    deliveryId: string,
+    instance: string,
+    outcome: AttemptOutcome,
+    cutoff: Date,
+  ): Promise<{ status: string; failingSince: Date | null } | undefined> {
+    const [row] = await runFixed<{ status: string; failing_since: Date | null }>(db, ACKNOWLEDGE, [
+      deliveryId,
+      instance,
+      outcome.ok,
+      outcome.at,
+      outcome.statusCode,
+      outcome.error,
+      Math.round(outcome.durationMs),
+      outcome.nextAttemptAt,
+      cutoff,
+    ]);
+    if (!row) return undefined;
+    return { status: row.status, failingSince: row.failing_since === null ? null : new Date(row.failing_since) };
+  },
+
+  /**
+   * Disables `webhookId` for failing when its run of failures began before `failingBefore` and it
+   * is still enabled; answers the webhook disabled, if this call did.
+   */
+  async disableFailing(
+    db: Db,
+    webhookId: string,
+    failingBefore: Date,
+    now: Date,
+  ): Promise<{ id: string; name: string; failingSince: Date } | undefined> {
+    const [row] = await db('webhooks')
+      .where({ id: webhookId, enabled: true })
+      .andWhere('failing_since', '<', failingBefore)
+      .update({ enabled: false, disabled_reason: 'failing', updated_at: now })
+      .returning(['id', 'name', 'failing_since']);
+    return row && { id: row.id, name: row.name, failingSince: new Date(row.failing_since) };
+  },
+};
