@@ -36,6 +36,10 @@ export async function startWebhookReceiver() {
     /** The secrets to verify with, by a name the test chooses. */
     secrets: new Map<string, string>(),
     mode: 200 as ReceiverMode,
+    /** Answers come this much later (ms), so that a second sender of one delivery would overlap. */
+    delayMs: 0,
+    /** A mode for one webhook's path (`/name`), over `mode`. */
+    modes: new Map<string, ReceiverMode>(),
     attempts: [] as ReceivedAttempt[],
     overlaps: [] as string[],
   };
@@ -85,7 +89,8 @@ export async function startWebhookReceiver() {
         attempt.answered = status;
         res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'not now');
       };
-      if (state.mode === 'hang') {
+      const mode = state.modes.get(attempt.path.slice(1)) ?? state.mode;
+      if (mode === 'hang') {
         const release = () => {
           hung.delete(release);
           answer(200);
@@ -95,8 +100,10 @@ export async function startWebhookReceiver() {
           if (attempt.answered === 'hung') attempt.answered = 'dropped';
           hung.delete(release);
         });
+      } else if (state.delayMs > 0) {
+        setTimeout(() => answer(mode), state.delayMs);
       } else {
-        answer(state.mode);
+        answer(mode);
       }
     });
   });
