@@ -211,7 +211,12 @@ export const webhookOutboxRepository = {
     cursor: { tx: string; eventId: string; sequence: number },
     now: Date,
   ): Promise<number> {
-    const rows = events.map((e) => ({ id: e.eventId, event: e.event, sequence: e.sequence, payload: e.payload }));
+    const rows = events.map((e) => ({
+      id: e.eventId,
+      event: e.event,
+      sequence: e.sequence,
+      payload: e.payload,
+    }));
     const [row] = await runFixed<{ deliveries: number; moved: number }>(trx, INSERT_DELIVERIES, [
       JSON.stringify(rows),
       now,
@@ -275,7 +280,10 @@ export const webhookOutboxRepository = {
       cutoff,
     ]);
     if (!row) return undefined;
-    return { status: row.status, failingSince: row.failing_since === null ? null : new Date(row.failing_since) };
+    return {
+      status: row.status,
+      failingSince: row.failing_since === null ? null : new Date(row.failing_since),
+    };
   },
 
   /**

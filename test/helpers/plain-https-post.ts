@@ -12,7 +12,12 @@ export function plainHttpsPostForTests(ca: string, timeoutMs = 10_000): Outbound
       const started = Date.now();
       const req = request(
         url,
-        { method: 'POST', ca, agent: false, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
+        {
+          method: 'POST',
+          ca,
+          agent: false,
+          headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           let text = '';
           res.setEncoding('utf8');
@@ -20,7 +25,11 @@ export function plainHttpsPostForTests(ca: string, timeoutMs = 10_000): Outbound
             if (text.length < 65536) text += chunk;
           });
           res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, bodyPreview: text.slice(0, 65536), durationMs: Date.now() - started }),
+            resolve({
+              status: res.statusCode ?? 0,
+              bodyPreview: text.slice(0, 65536),
+              durationMs: Date.now() - started,
+            }),
           );
           res.on('error', reject);
         },

@@ -117,7 +117,9 @@ export async function startWebhookReceiver() {
     state,
     /** The attempts at `/name` answered 2xx, in arrival order. */
     delivered: (name: string) =>
-      state.attempts.filter((a) => a.path === `/${name}` && typeof a.answered === 'number' && a.answered < 300),
+      state.attempts.filter(
+        (a) => a.path === `/${name}` && typeof a.answered === 'number' && a.answered < 300,
+      ),
     /** Every attempt at `/name`, in arrival order. */
     attemptsAt: (name: string) => state.attempts.filter((a) => a.path === `/${name}`),
     /** Answers every hung request 200. */

@@ -7,7 +7,11 @@ import { plainHttpsPostForTests } from '../helpers/plain-https-post.js';
 import { describeWithPostgres } from '../helpers/test-database.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { startWebhookReceiver, type ReceivedAttempt, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import {
+  startWebhookReceiver,
+  type ReceivedAttempt,
+  type WebhookReceiver,
+} from '../helpers/webhook-receiver.js';
 import { fanoutCaughtUp, insertWebhook } from '../helpers/webhook-rows.js';
 import { createIdentity, managementApi } from '../identities/identity-fixtures.js';
 
@@ -37,12 +41,18 @@ describeWithPostgres('webhook delivery: two instances on one database', () => {
 
   test('each event is delivered once, never by both instances at the same time', async () => {
     const name = 'shared';
-    const hook = await insertWebhook(knex, { name, url: receiver.urlFor(name), events: ['identity.created'] });
+    const hook = await insertWebhook(knex, {
+      name,
+      url: receiver.urlFor(name),
+      events: ['identity.created'],
+    });
     receiver.state.secrets.set(name, hook.secret);
     receiver.state.delayMs = 50;
     const apis = [managementApi(a, await a.adminToken()), managementApi(b, await b.adminToken())];
     const ids = await Promise.all(
-      Array.from({ length: 24 }, (_, i) => createIdentity(apis[i % 2]!, { name: `shared-${i}`, isAdmin: false })),
+      Array.from({ length: 24 }, (_, i) =>
+        createIdentity(apis[i % 2]!, { name: `shared-${i}`, isAdmin: false }),
+      ),
     );
     const stored: AuditEventRow[] = await knex('audit_events')
       .select(knex.raw(AUDIT_EVENT_COLUMNS))
@@ -84,14 +94,20 @@ describeWithPostgres('webhook delivery: two instances on one database', () => {
     const open = new Promise<void>((resolve) => (finish = resolve));
     const stored = new Promise<void>((resolve) => {
       void inTransaction(a.app.knex, async (trx, afterCommit) => {
-        await a.app.services.audit.store(trx, afterCommit, { event: 'identity.updated', identityId: 'slow-change' });
+        await a.app.services.audit.store(trx, afterCommit, {
+          event: 'identity.updated',
+          identityId: 'slow-change',
+        });
         resolve();
         await open;
       });
     });
     await stored;
     // A later change on B, committed while the first is open.
-    const later = await createIdentity(managementApi(b, await b.adminToken()), { name: 'quick-change', isAdmin: false });
+    const later = await createIdentity(managementApi(b, await b.adminToken()), {
+      name: 'quick-change',
+      isAdmin: false,
+    });
     // Both instances' fan-outs run a few times meanwhile (every second): a reader that followed
     // ids alone would deliver the later event now and pass over the open one's for good.
     await new Promise((r) => setTimeout(r, 2500));

@@ -6,7 +6,11 @@ import { clockAt, startClock } from '../helpers/movable-clock.js';
 import { plainHttpsPostForTests } from '../helpers/plain-https-post.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { startWebhookReceiver, type ReceivedAttempt, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import {
+  startWebhookReceiver,
+  type ReceivedAttempt,
+  type WebhookReceiver,
+} from '../helpers/webhook-receiver.js';
 import { fanoutCaughtUp, insertWebhook } from '../helpers/webhook-rows.js';
 import { createIdentity, managementApi } from '../identities/identity-fixtures.js';
 
@@ -45,7 +49,7 @@ describe('webhook delivery: retries and the 24-hour limits', () => {
     allId = hook.id;
     receiver.state.secrets.set(all, hook.secret);
   }, 180_000);
-  afterEach(() => jest.useRealTimers());
+  afterEach(() => void jest.useRealTimers());
   afterAll(async () => {
     await server?.close();
     await receiver?.close();
@@ -56,14 +60,19 @@ describe('webhook delivery: retries and the 24-hour limits', () => {
     receiver.state.modes.set(all, 503);
     const admin = await api();
     const ids: string[] = [];
-    for (let i = 0; i < 4; i++) ids.push(await createIdentity(admin, { name: `retried-${i}`, isAdmin: false }));
-    expect((await admin.patch(`/identities/${ids[0]}`, { body: { roleAttributes: ['retried'] } })).status).toBe(200);
+    for (let i = 0; i < 4; i++)
+      ids.push(await createIdentity(admin, { name: `retried-${i}`, isAdmin: false }));
+    expect(
+      (await admin.patch(`/identities/${ids[0]}`, { body: { roleAttributes: ['retried'] } })).status,
+    ).toBe(200);
     expect((await admin.delete(`/identities/${ids[1]}`)).status).toBe(200);
     const stored: AuditEventRow[] = await knex('audit_events')
       .select(knex.raw(AUDIT_EVENT_COLUMNS))
       .where('id', '>', firstEventId)
       .orderByRaw('tx, id');
-    expect(stored.map((r) => r.event)).toEqual(expect.arrayContaining(['identity.created', 'identity.deleted']));
+    expect(stored.map((r) => r.event)).toEqual(
+      expect.arrayContaining(['identity.created', 'identity.deleted']),
+    );
 
     // Three failed attempts each, the clock moved past every retry's time in between.
     for (let round = 1; round <= 3; round++) {
@@ -115,7 +124,11 @@ describe('webhook delivery: retries and the 24-hour limits', () => {
     startClock();
     const down = 'down';
     receiver.state.modes.set(down, 503);
-    const hook = await insertWebhook(knex, { name: down, url: receiver.urlFor(down), events: ['identity.*'] });
+    const hook = await insertWebhook(knex, {
+      name: down,
+      url: receiver.urlFor(down),
+      events: ['identity.*'],
+    });
     receiver.state.secrets.set(down, hook.secret);
     const failingSince = async () => (await knex('webhooks').where({ id: hook.id }).first()).failing_since;
     const attemptsOf = async (n: number) =>
@@ -152,7 +165,9 @@ describe('webhook delivery: retries and the 24-hour limits', () => {
     const [first, second] = await deliveriesOf(hook.id);
     expect(first).toMatchObject({ status: 'failed', last_error: 'the receiver answered 503' });
     expect(second).toMatchObject({ status: 'pending' });
-    const events = await knex('audit_events').select(knex.raw(AUDIT_EVENT_COLUMNS)).where({ event: 'webhook.disabled' });
+    const events = await knex('audit_events')
+      .select(knex.raw(AUDIT_EVENT_COLUMNS))
+      .where({ event: 'webhook.disabled' });
     expect(events).toHaveLength(1);
     expect(events[0].details).toEqual({
       webhookId: hook.id,
@@ -179,7 +194,9 @@ describe('webhook delivery: retries and the 24-hour limits', () => {
     // Enabled again two days on: every delivery still pending is past its 24 hours and fails unsent.
     receiver.state.modes.set(down, 200);
     clockAt(50 * HOUR);
-    await knex('webhooks').where({ id: hook.id }).update({ enabled: true, disabled_reason: null, failing_since: null });
+    await knex('webhooks')
+      .where({ id: hook.id })
+      .update({ enabled: true, disabled_reason: null, failing_since: null });
     await waitFor(async () => (await deliveriesOf(hook.id)).every((d) => d.status === 'failed'), {
       what: 'the old deliveries to fail',
     });

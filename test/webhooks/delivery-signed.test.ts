@@ -6,7 +6,11 @@ import { auditEventView } from '../../src/services/audit-event-view.js';
 import { plainHttpsPostForTests } from '../helpers/plain-https-post.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { startWebhookReceiver, type ReceivedAttempt, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import {
+  startWebhookReceiver,
+  type ReceivedAttempt,
+  type WebhookReceiver,
+} from '../helpers/webhook-receiver.js';
 import { fanoutCaughtUp, insertWebhook, newWebhookSecret } from '../helpers/webhook-rows.js';
 import { createIdentity, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 
@@ -43,7 +47,11 @@ describe('webhook delivery: signed events', () => {
     knex = server.app.knex;
     api = managementApi(server, await server.adminToken());
     await waitFor(() => fanoutCaughtUp(knex), { what: 'the fan-out to pass the events so far' });
-    const { secret } = await insertWebhook(knex, { name: main, url: receiver.urlFor(main), events: ['identity.*'] });
+    const { secret } = await insertWebhook(knex, {
+      name: main,
+      url: receiver.urlFor(main),
+      events: ['identity.*'],
+    });
     receiver.state.secrets.set(main, secret);
   }, 180_000);
   afterAll(async () => {
@@ -123,7 +131,11 @@ describe('webhook delivery: signed events', () => {
   });
 
   test('a webhook an admin disabled gets nothing; one disabled for failing collects deliveries, sent once enabled', async () => {
-    const byAdmin = await insertWebhook(knex, { name: 'by-admin', url: receiver.urlFor('by-admin'), enabled: false });
+    const byAdmin = await insertWebhook(knex, {
+      name: 'by-admin',
+      url: receiver.urlFor('by-admin'),
+      enabled: false,
+    });
     const failing = await insertWebhook(knex, {
       name: 'failing',
       url: receiver.urlFor('failing'),
