@@ -26,6 +26,7 @@ export const BINARIES = {
   curl: { path: 'curl', install: 'apt-get install curl' },
   jq: { path: 'jq', install: 'apt-get install jq' },
   openssl: { path: 'openssl', install: 'apt-get install openssl' },
+  python3: { path: 'python3', install: 'apt-get install python3' },
   initdb: {
     path: join(PG_BIN, 'initdb'),
     install: 'apt-get install postgresql-15 (or set PG_BIN to its bin directory)',

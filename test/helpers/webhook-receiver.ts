@@ -13,6 +13,8 @@ export interface ReceivedAttempt {
   userAgent: string | undefined;
   contentType: string | undefined;
   body: string;
+  /** Every header as received. */
+  headers: Record<string, string>;
   /** The names of the secrets in `state.secrets` that `standardwebhooks` verifies the request with. */
   verifiedWith: string[];
   /** Per signature in the header: the names of the secrets that verify it on its own. */
@@ -78,6 +80,7 @@ export async function startWebhookReceiver() {
         userAgent: req.headers['user-agent'],
         contentType: req.headers['content-type'],
         body,
+        headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])),
         verifiedWith: indexes((s) => verifies(s, headers)),
         signatureVerifiedWith: signatures.map((sig) =>
           indexes((s) => verifies(s, { ...headers, 'webhook-signature': sig })),

@@ -169,6 +169,12 @@ describe('webhook delivery: retries and the 24-hour limits', () => {
       .select(knex.raw(AUDIT_EVENT_COLUMNS))
       .where({ event: 'webhook.disabled' });
     expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      identity_id: null,
+      actor_id: null,
+      request_id: null,
+      source_address: null,
+    });
     expect(events[0].details).toEqual({
       webhookId: hook.id,
       name: down,

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { SecretBox } from '../../crypto/secret-box.js';
 import type { ClaimedDelivery } from '../../repositories/webhook-outbox-repository.js';
 import type { AuditTrail } from '../audit-trail.js';
+import { outsideRequestScope } from '../request-scope.js';
 import type { OutboundPost } from './outbound-post.js';
 import { createWebhookDelivery, DEFAULT_LEASE_MS, type DeliveryResult } from './webhook-delivery.js';
 import { createWebhookFanout } from './webhook-fanout.js';
@@ -76,7 +77,14 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps): () => Promi
     const ack = delivery.acknowledge(claimed, outcome);
     acks.add(ack);
     try {
-      deps.onResult?.(await ack);
+      const result = await ack;
+      deps.onResult?.(result);
+      if (result === 'failed') {
+        log.warn(
+          { deliveryId: claimed.id, webhookId: claimed.webhookId },
+          'webhook delivery failed for 24 hours: given up',
+        );
+      }
     } finally {
       acks.delete(ack);
     }
@@ -113,12 +121,16 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps): () => Promi
   }
 
   let nudged: NodeJS.Timeout | undefined;
+  // Called after a request's commit: the pass it starts belongs to no request, so that the
+  // events it stores and the lines it logs name none.
   const unsubscribe = audit.subscribe(() => {
     if (nudged) return;
-    nudged = setTimeout(() => {
-      nudged = undefined;
-      tick();
-    }, NUDGE_DELAY_MS);
+    nudged = outsideRequestScope(() =>
+      setTimeout(() => {
+        nudged = undefined;
+        tick();
+      }, NUDGE_DELAY_MS),
+    );
     nudged.unref();
   });
   const timer = setInterval(tick, deps.everyMs ?? EVERY_MS);
