@@ -8,12 +8,20 @@ import { AUDIT_EVENT_COLUMNS, type AuditEventRow } from './audit-event-row.js';
  */
 const SETTLED = 'e.tx < pg_snapshot_xmin(pg_current_snapshot())';
 
-/** Asked once a second without a transaction: the common answer is "nothing new". */
+/**
+ * Asked once a second without a transaction: the common answer is "nothing new". The first event
+ * after the cursor in index order, so that the answer costs a probe, never a scan of the trail.
+ */
 const HAS_NEW_EVENTS = fixedStatement(
   `SELECT EXISTS (
      SELECT 1 FROM webhook_dispatch d
-     JOIN audit_events e ON (e.tx, e.id) > (d.last_tx, d.last_event_id)
-     WHERE d.id = 1 AND ${SETTLED}
+     CROSS JOIN LATERAL (
+       SELECT 1 FROM audit_events e
+       WHERE (e.tx, e.id) > (d.last_tx, d.last_event_id) AND ${SETTLED}
+       ORDER BY e.tx, e.id
+       LIMIT 1
+     ) e
+     WHERE d.id = 1
    ) AS due`,
 );
 
@@ -67,36 +75,34 @@ const INSERT_DELIVERIES = fixedStatement(
 /**
  * Gives up the due deliveries of enabled webhooks that are past their window, then claims due ones
  * with a lease, in one statement. The lease counts on the database's clock, which every instance
- * shares; when a delivery is due counts on the caller's.
+ * shares; when a delivery is due counts on the caller's (a parameter, so that the partial index
+ * of pending deliveries is read from its start up to now only).
  */
 const CLAIM_DUE = fixedStatement(
-  `WITH params AS (
-     SELECT ?::text AS instance, ?::interval AS lease, ?::timestamptz AS now, ?::timestamptz AS cutoff,
-            ?::int AS batch
-   ), expired AS (
+  `WITH expired AS (
      UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL,
        last_error = coalesce(last_error, 'not delivered within 24 hours')
      WHERE id IN (
-       SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id, params
-       WHERE hook.enabled AND due.status = 'pending' AND due.next_attempt_at <= params.now
-         AND due.created_at < params.cutoff AND (due.claimed_until IS NULL OR due.claimed_until < now())
+       SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id
+       WHERE due.status = 'pending' AND due.next_attempt_at <= ?::timestamptz AND hook.enabled
+         AND due.created_at < ?::timestamptz AND (due.claimed_until IS NULL OR due.claimed_until < now())
        ORDER BY due.next_attempt_at
        LIMIT 100
        FOR UPDATE OF due SKIP LOCKED
      )
    ), claimed AS (
-     UPDATE webhook_deliveries d SET claimed_by = params.instance, claimed_until = now() + params.lease
-     FROM webhooks w, params
+     UPDATE webhook_deliveries d SET claimed_by = ?::text, claimed_until = now() + ?::interval
+     FROM webhooks w
      WHERE w.id = d.webhook_id AND d.id IN (
-       SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id, params
-       WHERE hook.enabled AND due.status = 'pending' AND due.next_attempt_at <= params.now
-         AND due.created_at >= params.cutoff AND (due.claimed_until IS NULL OR due.claimed_until < now())
+       SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id
+       WHERE due.status = 'pending' AND due.next_attempt_at <= ?::timestamptz AND hook.enabled
+         AND due.created_at >= ?::timestamptz AND (due.claimed_until IS NULL OR due.claimed_until < now())
        ORDER BY due.next_attempt_at
-       LIMIT (SELECT batch FROM params)
+       LIMIT ?::int
        FOR UPDATE OF due SKIP LOCKED
      )
      RETURNING d.id, d.webhook_id, d.payload, d.attempts, d.created_at, w.url, w.secret_sealed,
-       CASE WHEN w.previous_secret_expires_at > params.now THEN w.previous_secret_sealed END
+       CASE WHEN w.previous_secret_expires_at > ?::timestamptz THEN w.previous_secret_sealed END
          AS previous_secret_sealed
    )
    SELECT id, webhook_id, payload, attempts, created_at, url, secret_sealed, previous_secret_sealed
@@ -238,11 +244,14 @@ export const webhookOutboxRepository = {
     o: { instance: string; leaseMs: number; now: Date; cutoff: Date; limit: number },
   ): Promise<ClaimedDelivery[]> {
     const rows = await runFixed<ClaimRow>(db, CLAIM_DUE, [
+      o.now,
+      o.cutoff,
       o.instance,
       `${o.leaseMs} milliseconds`,
       o.now,
       o.cutoff,
       o.limit,
+      o.now,
     ]);
     return rows.map((r) => ({
       id: r.id,
