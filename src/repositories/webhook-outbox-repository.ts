@@ -9,30 +9,14 @@ import { AUDIT_EVENT_COLUMNS, type AuditEventRow } from './audit-event-row.js';
 const SETTLED = 'e.tx < pg_snapshot_xmin(pg_current_snapshot())';
 
 /**
- * Asked once a second without a transaction: the common answer is "nothing new". The first event
- * after the cursor in index order, so that the answer costs a probe, never a scan of the trail.
- */
-const HAS_NEW_EVENTS = fixedStatement(
-  `SELECT EXISTS (
-     SELECT 1 FROM webhook_dispatch d
-     CROSS JOIN LATERAL (
-       SELECT 1 FROM audit_events e
-       WHERE (e.tx, e.id) > (d.last_tx, d.last_event_id) AND ${SETTLED}
-       ORDER BY e.tx, e.id
-       LIMIT 1
-     ) e
-     WHERE d.id = 1
-   ) AS due`,
-);
-
-/**
- * Takes the fan-out's row (or nothing, when another instance holds it) and reads the next events
- * with their sequence numbers, in `(tx, id)` order.
+ * The next events after the cursor, in `(tx, id)` order, each with the sequence number it gets and
+ * the cursor they were read after. Read with no lock, once a second: when nothing is new it is one
+ * probe of the trail's `(tx, id)` index.
  */
 const NEXT_EVENTS = fixedStatement(
-  `SELECT (d.last_sequence + e.n)::text AS sequence, e.*
-   FROM (SELECT last_tx, last_event_id, last_sequence FROM webhook_dispatch WHERE id = 1
-         FOR UPDATE SKIP LOCKED) d
+  `SELECT d.last_tx::text AS after_tx, d.last_event_id::text AS after_event_id,
+          d.last_sequence::text AS after_sequence, (d.last_sequence + e.n)::text AS sequence, e.*
+   FROM webhook_dispatch d
    CROSS JOIN LATERAL (
      SELECT ${AUDIT_EVENT_COLUMNS}, row_number() OVER (ORDER BY e.tx, e.id) AS n
      FROM audit_events e
@@ -40,18 +24,25 @@ const NEXT_EVENTS = fixedStatement(
      ORDER BY e.tx, e.id
      LIMIT ?
    ) e
+   WHERE d.id = 1
    ORDER BY e.n`,
 );
 
 /**
- * One delivery per event and subscribed webhook, and the cursor's move, in one statement. A
- * webhook disabled for failing still collects deliveries (sent once it is enabled again); one an
- * admin disabled does not. A pattern is an event name, `prefix.*` (every event under the prefix)
- * or `*`.
+ * One delivery per event and subscribed webhook, and the cursor's move, in one statement, only if
+ * the cursor is still where the events were read after: the fan-out's row is locked for the
+ * statement, and an instance that finds it moved (another one wrote the same events first) writes
+ * nothing. A webhook disabled for failing still collects deliveries (sent once it is enabled
+ * again); one an admin disabled does not. A pattern is an event name, `prefix.*` (every event
+ * under the prefix) or `*`.
  */
 const INSERT_DELIVERIES = fixedStatement(
-  `WITH events AS (
-     SELECT * FROM jsonb_to_recordset(?::jsonb) AS e(id bigint, event text, sequence bigint, payload text)
+  `WITH cursor AS (
+     SELECT id FROM webhook_dispatch
+     WHERE id = 1 AND last_tx = ?::xid8 AND last_event_id = ?::bigint AND last_sequence = ?::bigint
+     FOR UPDATE
+   ), events AS (
+     SELECT e.* FROM cursor, jsonb_to_recordset(?::jsonb) AS e(id bigint, event text, sequence bigint, payload text)
    ), inserted AS (
      INSERT INTO webhook_deliveries
        (id, webhook_id, event_id, event, sequence, payload, status, attempts, created_at, next_attempt_at)
@@ -65,8 +56,9 @@ const INSERT_DELIVERIES = fixedStatement(
      )
      RETURNING 1
    ), moved AS (
-     UPDATE webhook_dispatch SET last_tx = ?::xid8, last_event_id = ?::bigint, last_sequence = ?::bigint
-     WHERE id = 1
+     UPDATE webhook_dispatch d SET last_tx = ?::xid8, last_event_id = ?::bigint, last_sequence = ?::bigint
+     FROM cursor
+     WHERE d.id = cursor.id
      RETURNING 1
    )
    SELECT (SELECT count(*) FROM inserted)::int AS deliveries, (SELECT count(*) FROM moved)::int AS moved`,
@@ -152,9 +144,19 @@ export interface DeliveryInsert {
   payload: string;
 }
 
-/** An event read by the fan-out, with the sequence number it gets. */
+/** Where the fan-out's cursor stands: after this event, and the last sequence number given. */
+export interface FanoutCursor {
+  tx: string;
+  eventId: string;
+  sequence: number;
+}
+
+/** An event read by the fan-out, with the sequence number it gets and the cursor it was read after. */
 export interface SequencedEventRow extends AuditEventRow {
   sequence: string;
+  after_tx: string;
+  after_event_id: string;
+  after_sequence: string;
 }
 
 export interface ClaimedDelivery {
@@ -193,46 +195,41 @@ interface ClaimRow {
 
 /** The webhook outbox (migrations/023_webhooks.ts): fan-out, claims with a lease, acknowledgements. */
 export const webhookOutboxRepository = {
-  /** Whether settled events lie after the fan-out's cursor. */
-  async hasNewEvents(db: Db): Promise<boolean> {
-    const [row] = await runFixed<{ due: boolean }>(db, HAS_NEW_EVENTS, []);
-    return row?.due === true;
+  /** Up to `limit` settled events after the fan-out's cursor, numbered. */
+  async nextEvents(db: Db, limit: number): Promise<SequencedEventRow[]> {
+    return runFixed<SequencedEventRow>(db, NEXT_EVENTS, [limit]);
   },
 
   /**
-   * In `trx`: locks the fan-out's row and reads up to `limit` events after its cursor, numbered;
-   * none when another instance holds the row.
-   */
-  async lockNextEvents(trx: Db, limit: number): Promise<SequencedEventRow[]> {
-    return runFixed<SequencedEventRow>(trx, NEXT_EVENTS, [limit]);
-  },
-
-  /**
-   * In the transaction of `lockNextEvents`: the deliveries of `events` to every webhook subscribed
-   * to them, and the cursor moved past the last one. Answers the number of deliveries.
+   * The deliveries of `events` to every webhook subscribed to them, and the cursor moved from
+   * `from` to `to`; nothing when the cursor is no longer at `from`. Answers the deliveries made,
+   * and whether this call moved the cursor.
    */
   async insertDeliveries(
-    trx: Db,
+    db: Db,
     events: DeliveryInsert[],
-    cursor: { tx: string; eventId: string; sequence: number },
+    from: FanoutCursor,
+    to: FanoutCursor,
     now: Date,
-  ): Promise<number> {
+  ): Promise<{ deliveries: number; moved: boolean }> {
     const rows = events.map((e) => ({
       id: e.eventId,
       event: e.event,
       sequence: e.sequence,
       payload: e.payload,
     }));
-    const [row] = await runFixed<{ deliveries: number; moved: number }>(trx, INSERT_DELIVERIES, [
+    const [row] = await runFixed<{ deliveries: number; moved: number }>(db, INSERT_DELIVERIES, [
+      from.tx,
+      from.eventId,
+      from.sequence,
       JSON.stringify(rows),
       now,
       now,
-      cursor.tx,
-      cursor.eventId,
-      cursor.sequence,
+      to.tx,
+      to.eventId,
+      to.sequence,
     ]);
-    if (row?.moved !== 1) throw new Error('the webhook fan-out cursor is missing');
-    return row.deliveries;
+    return { deliveries: row?.deliveries ?? 0, moved: row?.moved === 1 };
   },
 
   /**

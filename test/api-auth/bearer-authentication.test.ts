@@ -10,10 +10,16 @@ const EXPIRED = 'Bearer realm="svc-oidc", error="expired", error_description="to
 
 /**
  * Leaves out what each process reads on its own timers, not per request: the revocation catch-up
- * (every second) and the signing-key watcher (its poll lands in a slow run on a busy machine).
+ * (every second), webhook delivery (every second) and the signing-key watcher (its poll lands in a
+ * slow run on a busy machine).
  */
 const perRequest = (statements: string[]) =>
-  statements.filter((sql) => !sql.includes('"revocations"') && !/^select \* from "signing_keys"/.test(sql));
+  statements.filter(
+    (sql) =>
+      !sql.includes('"revocations"') &&
+      !/\bwebhook_/.test(sql) &&
+      !/^select \* from "signing_keys"/.test(sql),
+  );
 describe('bearer tokens on the edge APIs', () => {
   let server: TestServer;
   let admin: TokenSet;

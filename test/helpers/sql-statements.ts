@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 
-/** The statements knex sends while `run` is pending (the once-a-second revocation catch-up aside). */
+/**
+ * The statements knex sends while `run` is pending, aside from the once-a-second work of every
+ * instance: the revocation catch-up and webhook delivery (the `webhook_*` tables).
+ */
 export async function statementsOf<T>(
   knex: Knex,
   run: () => Promise<T>,
@@ -10,7 +13,7 @@ export async function statementsOf<T>(
   knex.on('query', record);
   try {
     const result = await run();
-    return { result, sql: sql.filter((s) => !s.includes('"revocations"')) };
+    return { result, sql: sql.filter((s) => !s.includes('"revocations"') && !/\bwebhook_/.test(s)) };
   } finally {
     knex.off('query', record);
   }

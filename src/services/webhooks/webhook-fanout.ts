@@ -1,23 +1,24 @@
 import type { Knex } from 'knex';
-import { inTransaction } from '../../db/transaction.js';
 import { webhookOutboxRepository } from '../../repositories/webhook-outbox-repository.js';
 import { auditEventView } from '../audit-event-view.js';
 
-/** Events per fan-out transaction. */
+/** Events per fan-out step. */
 export const FANOUT_BATCH = 500;
-/** Batches per pass: a backlog is worked through in steps, and a pass still ends. */
-const MAX_BATCHES = 20;
+/** Steps per pass: a backlog is worked through in steps, and a pass still ends. */
+const MAX_STEPS = 20;
 
 export interface WebhookFanout {
-  /** Moves the cursor over every settled event (bounded per call); answers the deliveries made. */
+  /** Moves the cursor over the settled events (bounded per call); answers the deliveries made. */
   run(): Promise<number>;
 }
 
 /**
  * The fan-out (docs/adr/0015-audit-events-and-webhooks.md): the events after the cursor, in
- * commit order, each numbered with the deployment's next `sequence` whether anyone subscribes to
- * it or not, become one delivery per subscribed webhook, in the transaction that moves the
- * cursor. One instance at a time: the others find the cursor's row locked and skip the pass.
+ * `(tx, id)` order, each numbered with the deployment's next `sequence` whether anyone subscribes
+ * to it or not, become one delivery per subscribed webhook in the statement that moves the
+ * cursor. A step is two statements and no transaction: the events are read with no lock, and
+ * written only if the cursor has not moved since (the write locks its row). Instances that read
+ * the same events write them once; the others find the cursor moved and write nothing.
  */
 export function createWebhookFanout({
   knex,
@@ -28,39 +29,38 @@ export function createWebhookFanout({
   now: () => Date;
   batch?: number;
 }): WebhookFanout {
-  /** One batch; answers how many events it read and the deliveries it made. */
-  const step = () =>
-    inTransaction(knex, async (trx) => {
-      const rows = await webhookOutboxRepository.lockNextEvents(trx, batch);
-      const last = rows.at(-1);
-      if (!last) return { events: 0, deliveries: 0 };
-      const events = rows.map(({ sequence, ...row }) => {
-        const n = Number(sequence);
-        const data = auditEventView(row);
-        return {
-          eventId: row.id,
-          event: row.event,
-          sequence: n,
-          payload: JSON.stringify({ type: row.event, timestamp: data.occurredAt, sequence: n, data }),
-        };
-      });
-      const deliveries = await webhookOutboxRepository.insertDeliveries(
-        trx,
-        events,
-        { tx: last.tx, eventId: last.id, sequence: Number(last.sequence) },
-        now(),
-      );
-      return { events: rows.length, deliveries };
+  /** One step: the events it read, the deliveries it made, and whether it moved the cursor. */
+  async function step() {
+    const rows = await webhookOutboxRepository.nextEvents(knex, batch);
+    const [first, last] = [rows[0], rows.at(-1)];
+    if (!first || !last) return { events: 0, deliveries: 0, moved: false };
+    const events = rows.map(({ sequence, after_tx: _t, after_event_id: _e, after_sequence: _s, ...row }) => {
+      const n = Number(sequence);
+      const data = auditEventView(row);
+      return {
+        eventId: row.id,
+        event: row.event,
+        sequence: n,
+        payload: JSON.stringify({ type: row.event, timestamp: data.occurredAt, sequence: n, data }),
+      };
     });
+    const written = await webhookOutboxRepository.insertDeliveries(
+      knex,
+      events,
+      { tx: first.after_tx, eventId: first.after_event_id, sequence: Number(first.after_sequence) },
+      { tx: last.tx, eventId: last.id, sequence: Number(last.sequence) },
+      now(),
+    );
+    return { events: rows.length, ...written };
+  }
 
   return {
     async run() {
-      if (!(await webhookOutboxRepository.hasNewEvents(knex))) return 0;
       let total = 0;
-      for (let i = 0; i < MAX_BATCHES; i++) {
-        const { events, deliveries } = await step();
+      for (let i = 0; i < MAX_STEPS; i++) {
+        const { events, deliveries, moved } = await step();
         total += deliveries;
-        if (events < batch) break;
+        if (!moved || events < batch) break;
       }
       return total;
     },
