@@ -49,8 +49,8 @@ export const newInstanceId = () => `${hostname()}:${process.pid}:${randomBytes(6
 /**
  * Runs webhook delivery in this process: every second, and soon after this process records an
  * audit event, the fan-out moves new events into the outbox, and due deliveries are claimed and
- * sent, a few at a time. Every instance runs it; the fan-out's row lock and the claims' leases
- * keep them from doing the same work. The returned stop waits for the statements in progress, not
+ * sent, a few at a time. Every instance runs it; the fan-out's conditional write and the claims'
+ * leases keep them from doing the same work twice. The returned stop waits for the statements in progress, not
  * for sends: a send still in flight is not acknowledged, and its delivery is tried again once its
  * lease ends (at least once).
  */
@@ -67,6 +67,7 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps): () => Promi
   let stopped = false;
   let running: Promise<void> | undefined;
   let again = false;
+  let failing = false;
   let sending = 0;
   /** Acknowledgements under way: stop waits for them, so the pool never closes under one. */
   const acks = new Set<Promise<unknown>>();
@@ -116,7 +117,17 @@ export function startWebhookDispatcher(deps: WebhookDispatcherDeps): () => Promi
       return;
     }
     running = pass()
-      .catch((err: unknown) => log.warn({ err }, 'webhook dispatch failed'))
+      .then(
+        () => {
+          if (failing) log.info('webhook dispatch works again');
+          failing = false;
+        },
+        (err: unknown) => {
+          // Once per run of failures: an unreachable database would otherwise log every second.
+          if (!failing) log.warn({ err }, 'webhook dispatch failed; retrying every second');
+          failing = true;
+        },
+      )
       .finally(() => (running = undefined));
   }
 
