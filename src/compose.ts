@@ -288,11 +288,12 @@ async function createOidcPart(deps: ComposeDeps, services: DomainServices) {
   return { oidc, userCodeThrottle };
 }
 
-/** Webhook delivery in this process (docs/operations.md, "Webhook delivery"). */
+/** Webhook delivery in this process (docs/operations.md, "Webhooks"). */
 function startWebhooks(
   { config, database, box, logger, metrics, webhooks }: ComposeDeps,
   audit: DomainServices['audit'],
 ): () => Promise<void> {
+  if (webhooks?.deliver === false) return async () => undefined;
   const leaseMs = webhooks?.leaseMs ?? DEFAULT_LEASE_MS;
   const post =
     webhooks?.post ??

@@ -65,40 +65,25 @@ const INSERT_DELIVERIES = fixedStatement(
 );
 
 /**
- * Gives up the due deliveries of enabled webhooks that are past their window, then claims due ones
- * with a lease, in one statement. The lease counts on the database's clock, which every instance
- * shares; when a delivery is due counts on the caller's (a parameter, so that the partial index
- * of pending deliveries is read from its start up to now only).
+ * Claims due deliveries of enabled webhooks with a lease, in one statement. The lease counts on
+ * the database's clock, which every instance shares; when a delivery is due counts on the
+ * caller's (a parameter, so that the partial index of pending deliveries is read from its start up
+ * to now only).
  */
 const CLAIM_DUE = fixedStatement(
-  `WITH expired AS (
-     UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL,
-       last_error = coalesce(last_error, 'not delivered within 24 hours')
-     WHERE id IN (
-       SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id
-       WHERE due.status = 'pending' AND due.next_attempt_at <= ?::timestamptz AND hook.enabled
-         AND due.created_at < ?::timestamptz AND (due.claimed_until IS NULL OR due.claimed_until < now())
-       ORDER BY due.next_attempt_at
-       LIMIT 100
-       FOR UPDATE OF due SKIP LOCKED
-     )
-   ), claimed AS (
-     UPDATE webhook_deliveries d SET claimed_by = ?::text, claimed_until = now() + ?::interval
-     FROM webhooks w
-     WHERE w.id = d.webhook_id AND d.id IN (
-       SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id
-       WHERE due.status = 'pending' AND due.next_attempt_at <= ?::timestamptz AND hook.enabled
-         AND due.created_at >= ?::timestamptz AND (due.claimed_until IS NULL OR due.claimed_until < now())
-       ORDER BY due.next_attempt_at
-       LIMIT ?::int
-       FOR UPDATE OF due SKIP LOCKED
-     )
-     RETURNING d.id, d.webhook_id, d.payload, d.attempts, d.created_at, w.url, w.secret_sealed,
-       CASE WHEN w.previous_secret_expires_at > ?::timestamptz THEN w.previous_secret_sealed END
-         AS previous_secret_sealed
+  `UPDATE webhook_deliveries d SET claimed_by = ?::text, claimed_until = now() + ?::interval
+   FROM webhooks w
+   WHERE w.id = d.webhook_id AND d.id IN (
+     SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id
+     WHERE due.status = 'pending' AND due.next_attempt_at <= ?::timestamptz AND hook.enabled
+       AND (due.claimed_until IS NULL OR due.claimed_until < now())
+     ORDER BY due.next_attempt_at
+     LIMIT ?::int
+     FOR UPDATE OF due SKIP LOCKED
    )
-   SELECT id, webhook_id, payload, attempts, created_at, url, secret_sealed, previous_secret_sealed
-   FROM claimed`,
+   RETURNING d.id, d.webhook_id, d.payload, d.attempts, d.created_at, w.url, w.secret_sealed,
+     CASE WHEN w.previous_secret_expires_at > ?::timestamptz THEN w.previous_secret_sealed END
+       AS previous_secret_sealed`,
 );
 
 /**
@@ -114,9 +99,9 @@ const ACKNOWLEDGE = fixedStatement(
             ?::timestamptz AS cutoff
    ), d AS (
      UPDATE webhook_deliveries d SET
-       status = CASE WHEN a.ok THEN 'succeeded' WHEN d.created_at < a.cutoff THEN 'failed' ELSE 'pending' END,
+       status = CASE WHEN a.ok THEN 'succeeded' WHEN d.created_at <= a.cutoff THEN 'failed' ELSE 'pending' END,
        attempts = d.attempts + 1,
-       next_attempt_at = CASE WHEN a.ok OR d.created_at < a.cutoff THEN NULL ELSE a.next_at END,
+       next_attempt_at = CASE WHEN a.ok OR d.created_at <= a.cutoff THEN NULL ELSE a.next_at END,
        last_attempt_at = a.at, last_status_code = a.status_code, last_error = a.error,
        succeeded_at = CASE WHEN a.ok THEN a.at ELSE d.succeeded_at END,
        claimed_by = NULL, claimed_until = NULL
@@ -234,19 +219,16 @@ export const webhookOutboxRepository = {
 
   /**
    * Claims up to `limit` due deliveries of enabled webhooks for `instance` until `leaseMs` from
-   * now (database clock); due ones created before `cutoff` are marked failed instead.
+   * now (database clock).
    */
   async claimDue(
     db: Db,
-    o: { instance: string; leaseMs: number; now: Date; cutoff: Date; limit: number },
+    o: { instance: string; leaseMs: number; now: Date; limit: number },
   ): Promise<ClaimedDelivery[]> {
     const rows = await runFixed<ClaimRow>(db, CLAIM_DUE, [
-      o.now,
-      o.cutoff,
       o.instance,
       `${o.leaseMs} milliseconds`,
       o.now,
-      o.cutoff,
       o.limit,
       o.now,
     ]);
@@ -263,8 +245,8 @@ export const webhookOutboxRepository = {
   },
 
   /**
-   * Records an attempt of a delivery `instance` claimed; a delivery created before `cutoff` that
-   * failed again is failed for good. Undefined when the claim was lost (its lease expired and
+   * Records an attempt of a delivery `instance` claimed; a failed one created at or before
+   * `cutoff` has failed for good. Undefined when the claim was lost (its lease expired and
    * another instance took the delivery over, or the webhook was deleted): nothing is written then.
    */
   async acknowledge(

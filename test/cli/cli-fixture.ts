@@ -2,7 +2,13 @@ import { expect } from '@jest/globals';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USERNAME,
+  startTestServer,
+  type TestServer,
+  type TestServerOptions,
+} from '../helpers/test-server.js';
 import type { TestResponse } from '../helpers/https-client.js';
 import { runSvc, type SvcResult } from './run-svc.js';
 
@@ -29,8 +35,8 @@ export interface CliFixture {
 }
 
 /** A real server, a temp HOME, and the CLI logged in there as the admin (`svc login --ca`). */
-export async function startCliFixture(): Promise<CliFixture> {
-  const server = await startTestServer();
+export async function startCliFixture(options: TestServerOptions = {}): Promise<CliFixture> {
+  const server = await startTestServer(options);
   const home = mkdtempSync(join(tmpdir(), 'svc-cli-home-'));
   const caFile = join(server.dataDir, 'pki', 'ca.pem');
   const admin = { 'svc-session': await server.adminToken() };

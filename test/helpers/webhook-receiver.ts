@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { generateRootCa, issueServerCert } from '../../src/crypto/pki.js';
 
@@ -34,6 +37,9 @@ export type ReceiverMode = number | 'hang';
 export async function startWebhookReceiver() {
   const ca = await generateRootCa({ commonName: 'Webhook Receiver Test CA' });
   const leaf = await issueServerCert(ca, { hosts: ['127.0.0.1', 'localhost'] });
+  const dir = mkdtempSync(join(tmpdir(), 'svc-webhook-receiver-'));
+  const caFile = join(dir, 'receiver-ca.pem');
+  writeFileSync(caFile, ca.certPem);
   const state = {
     /** The secrets to verify with, by a name the test chooses. */
     secrets: new Map<string, string>(),
@@ -115,8 +121,14 @@ export async function startWebhookReceiver() {
   return {
     /** The receiver's URL for a webhook named `name`. */
     urlFor: (name: string) => `https://127.0.0.1:${port}/${name}`,
-    /** The CA the receiver's certificate is from. */
+    /** The CA the receiver's certificate is from, and a file holding it. */
     ca: ca.certPem,
+    caFile,
+    /**
+     * The settings a controller needs to deliver here, as an operator sets them: private targets
+     * allowed (the receiver is on 127.0.0.1) and the receiver's CA trusted.
+     */
+    controllerEnv: { SVC_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', SVC_WEBHOOKS_CA: caFile },
     state,
     /** The attempts at `/name` answered 2xx, in arrival order. */
     delivered: (name: string) =>
@@ -131,7 +143,7 @@ export async function startWebhookReceiver() {
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      }).finally(() => rmSync(dir, { recursive: true, force: true })),
   };
 }
 

@@ -12,7 +12,8 @@ describe('svc edge … webhook commands, run as the real CLI process', () => {
   const webhookRow = (name: string) => fixture.server.app.knex('webhooks').where({ name }).first();
 
   beforeAll(async () => {
-    fixture = await startCliFixture();
+    // Delivery rows are written by hand here: no delivery engine may send them meanwhile.
+    fixture = await startCliFixture({ webhooks: { deliver: false } });
   }, 120_000);
   afterAll(() => fixture?.close());
 

@@ -1,10 +1,9 @@
 import { afterAll, afterEach, describe, expect, jest, test } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { createHttpsClient } from '../helpers/https-client.js';
-import { plainHttpsPostForTests } from '../helpers/plain-https-post.js';
 import { spawnController, waitListening, type SpawnedController } from '../helpers/spawn-controller.js';
 import { createTestDatabaseUrl, testWithPostgres } from '../helpers/test-database.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
@@ -56,7 +55,10 @@ describe('webhook delivery: an instance gone between claim and acknowledgement',
     const options = {
       dataDir,
       databaseUrl: db?.url,
-      webhooks: { post: plainHttpsPostForTests(receiver.ca, 20_000), leaseMs: 3_000 },
+      env: receiver.controllerEnv,
+      // A send times out after half the lease: 5 s to stop the instance before it would record
+      // a failed attempt.
+      webhooks: { leaseMs: 10_000 },
     };
     const first: TestServer = await startTestServer(options);
     cleanups.push(() => first.close());
@@ -111,15 +113,11 @@ describe('webhook delivery: an instance gone between claim and acknowledgement',
       cleanups.push(() => knex.destroy());
       const start = async (side: string) => {
         const dir = mkdtempSync(join(tmpdir(), `svc-webhook-kill-${side}-`));
-        const caFile = join(dir, 'receiver-ca.pem');
-        writeFileSync(caFile, receiver.ca);
-        const config = join(dir, 'svc.yaml');
-        writeFileSync(config, `edge: {}\nwebhooks:\n  allowPrivateTargets: true\n  ca: ${caFile}\n`);
         const c = await spawnController({
           SVC_DATA_DIR: dir,
           DATABASE_URL: db.url,
-          SVC_CONFIG: config,
           SVC_RATE_LIMITS_ENABLED: 'false',
+          ...receiver.controllerEnv,
           // Long enough for the test to kill the process before its send times out (half the lease).
           SVC_TEST_WEBHOOK_LEASE_MS: '20000',
         });

@@ -1,4 +1,4 @@
-// The signature checks docs/operations.md ("Webhook delivery") shows receivers are run, as
+// The signature checks docs/operations.md ("Webhooks", "Delivery") shows receivers are run, as
 // written, against a delivery the controller sent: the Node.js `verifyWebhook` functions with
 // node, `verify_webhook` with python3. Each must accept the delivery and refuse it with another
 // secret, an altered body or another webhook-id.
@@ -7,7 +7,6 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { plainHttpsPostForTests } from '../helpers/plain-https-post.js';
 import { BINARIES, testNeeding } from '../helpers/system-binaries.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -22,13 +21,14 @@ import { createIdentity, managementApi } from '../identities/identity-fixtures.j
 const root = resolve(process.cwd());
 const FENCE = '`'.repeat(3);
 
-/** The fenced blocks of `language` in the section "## Webhook delivery". */
+/** The fenced blocks of `language` in "## Webhooks", "### Delivery". */
 function blocks(language: string): string[] {
   const text = readFileSync(join(root, 'docs', 'operations.md'), 'utf8');
-  const section = text.split(/^## /m).find((s) => s.startsWith('Webhook delivery\n'));
-  if (!section) throw new Error('docs/operations.md: no section "## Webhook delivery"');
+  const section = text.split(/^## /m).find((s) => s.startsWith('Webhooks\n'));
+  const delivery = section?.split(/^### /m).find((s) => s.startsWith('Delivery\n'));
+  if (!delivery) throw new Error('docs/operations.md: no "### Delivery" in "## Webhooks"');
   const pattern = new RegExp(`^${FENCE}${language}\\n([\\s\\S]*?)^${FENCE}$`, 'gm');
-  return [...section.matchAll(pattern)].map((m) => m[1]!);
+  return [...delivery.matchAll(pattern)].map((m) => m[1]!);
 }
 
 interface Case {
@@ -85,7 +85,7 @@ describe('the signature checks of docs/operations.md', () => {
     // The Node.js blocks import `standardwebhooks` as a receiver's project would.
     symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
     receiver = await startWebhookReceiver();
-    server = await startTestServer({ webhooks: { post: plainHttpsPostForTests(receiver.ca) } });
+    server = await startTestServer({ env: receiver.controllerEnv });
     const hook = await insertWebhook(server.app.knex, {
       name: 'docs',
       url: receiver.urlFor('docs'),

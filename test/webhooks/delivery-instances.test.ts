@@ -3,7 +3,6 @@ import type { Knex } from 'knex';
 import { inTransaction } from '../../src/db/transaction.js';
 import { AUDIT_EVENT_COLUMNS, type AuditEventRow } from '../../src/repositories/audit-event-row.js';
 import { auditEventView } from '../../src/services/audit-event-view.js';
-import { plainHttpsPostForTests } from '../helpers/plain-https-post.js';
 import { describeWithPostgres } from '../helpers/test-database.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -27,9 +26,8 @@ describeWithPostgres('webhook delivery: two instances on one database', () => {
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    const webhooks = { post: plainHttpsPostForTests(receiver.ca) };
-    a = await startTestServer({ webhooks });
-    b = await startTestServer({ webhooks, databaseUrl: a.databaseUrl });
+    a = await startTestServer({ env: receiver.controllerEnv });
+    b = await startTestServer({ env: receiver.controllerEnv, databaseUrl: a.databaseUrl });
     knex = a.app.knex;
     await waitFor(() => fanoutCaughtUp(knex), { what: 'the fan-out to pass the events so far' });
   }, 180_000);

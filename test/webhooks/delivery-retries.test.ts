@@ -3,7 +3,6 @@ import type { Knex } from 'knex';
 import { AUDIT_EVENT_COLUMNS, type AuditEventRow } from '../../src/repositories/audit-event-row.js';
 import { auditEventView } from '../../src/services/audit-event-view.js';
 import { clockAt, startClock } from '../helpers/movable-clock.js';
-import { plainHttpsPostForTests } from '../helpers/plain-https-post.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import {
@@ -40,7 +39,7 @@ describe('webhook delivery: retries and the 24-hour limits', () => {
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    server = await startTestServer({ webhooks: { post: plainHttpsPostForTests(receiver.ca) } });
+    server = await startTestServer({ env: receiver.controllerEnv });
     knex = server.app.knex;
     await server.adminToken();
     await waitFor(() => fanoutCaughtUp(knex), { what: 'the fan-out to pass the events so far' });
@@ -200,16 +199,17 @@ describe('webhook delivery: retries and the 24-hour limits', () => {
     // Enabled again two days on: every delivery still pending is past its 24 hours and fails unsent.
     receiver.state.modes.set(down, 200);
     clockAt(50 * HOUR);
-    await knex('webhooks')
-      .where({ id: hook.id })
-      .update({ enabled: true, disabled_reason: null, failing_since: null });
-    await waitFor(async () => (await deliveriesOf(hook.id)).every((d) => d.status === 'failed'), {
-      what: 'the old deliveries to fail',
+    expect((await (await api()).patch(`/webhooks/${hook.id}`, { body: { enabled: true } })).status).toBe(200);
+    const after = await deliveriesOf(hook.id);
+    expect(after.map((d) => d.status)).toEqual(['failed', 'failed', 'failed']);
+    expect(after[2]).toMatchObject({ attempts: 0, last_error: 'expired while the webhook was disabled' });
+    // Once enabled, the webhook gets new events again.
+    const fourth = await createIdentity(await api(), { name: 'after-enabling', isAdmin: false });
+    await waitFor(() => receiver.delivered(down).find((a) => bodyOf(a).data.identityId === fourth), {
+      what: 'the event after enabling',
     });
-    expect((await deliveriesOf(hook.id))[2]).toMatchObject({
-      attempts: 0,
-      last_error: 'not delivered within 24 hours',
-    });
-    expect(receiver.attemptsAt(down)).toHaveLength(sentBefore);
+    expect(receiver.attemptsAt(down).filter((a) => bodyOf(a).data.identityId !== fourth)).toHaveLength(
+      sentBefore,
+    );
   });
 });

@@ -3,7 +3,6 @@ import type { Knex } from 'knex';
 import { inTransaction } from '../../src/db/transaction.js';
 import { AUDIT_EVENT_COLUMNS, type AuditEventRow } from '../../src/repositories/audit-event-row.js';
 import { auditEventView } from '../../src/services/audit-event-view.js';
-import { plainHttpsPostForTests } from '../helpers/plain-https-post.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import {
@@ -11,7 +10,7 @@ import {
   type ReceivedAttempt,
   type WebhookReceiver,
 } from '../helpers/webhook-receiver.js';
-import { fanoutCaughtUp, insertWebhook, newWebhookSecret } from '../helpers/webhook-rows.js';
+import { fanoutCaughtUp, insertWebhook } from '../helpers/webhook-rows.js';
 import { createIdentity, managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 
 /** The stored event of `event` about `identityId`. */
@@ -41,13 +40,20 @@ describe('webhook delivery: signed events', () => {
       what: `the delivery of event ${eventId} to ${name}`,
     });
 
+  /** A webhook made through the management API; answers its id and signing secret. */
+  async function createWebhook(body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
+    const res = await api.post('/webhooks', { body });
+    if (res.status !== 201) throw new Error(`webhook create failed: ${res.status} ${res.text}`);
+    return res.body.data;
+  }
+
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    server = await startTestServer({ webhooks: { post: plainHttpsPostForTests(receiver.ca) } });
+    server = await startTestServer({ env: receiver.controllerEnv });
     knex = server.app.knex;
     api = managementApi(server, await server.adminToken());
     await waitFor(() => fanoutCaughtUp(knex), { what: 'the fan-out to pass the events so far' });
-    const { secret } = await insertWebhook(knex, {
+    const { secret } = await createWebhook({
       name: main,
       url: receiver.urlFor(main),
       events: ['identity.*'],
@@ -131,9 +137,10 @@ describe('webhook delivery: signed events', () => {
   });
 
   test('a webhook an admin disabled gets nothing; one disabled for failing collects deliveries, sent once enabled', async () => {
-    const byAdmin = await insertWebhook(knex, {
+    const byAdmin = await createWebhook({
       name: 'by-admin',
       url: receiver.urlFor('by-admin'),
+      events: ['*'],
       enabled: false,
     });
     const failing = await insertWebhook(knex, {
@@ -154,23 +161,21 @@ describe('webhook delivery: signed events', () => {
     expect(held).toEqual([expect.objectContaining({ status: 'pending', attempts: 0 })]);
     expect(receiver.attemptsAt('failing')).toEqual([]);
 
-    await knex('webhooks').where({ id: failing.id }).update({ enabled: true, disabled_reason: null });
+    expect((await api.patch(`/webhooks/${failing.id}`, { body: { enabled: true } })).status).toBe(200);
     const sent = await deliveryOf('failing', row.id);
     expect(sent.id).toBe(held[0].id);
     expect(sent.verifiedWith).toEqual(['failing']);
   });
 
   test('after a rotation both signatures are sent, each verifying with its own secret, until the old one expires', async () => {
-    const [current, previous] = [newWebhookSecret(), newWebhookSecret()];
-    const rotated = await insertWebhook(knex, {
+    const rotated = await createWebhook({
       name: 'rotated',
       url: receiver.urlFor('rotated'),
       events: ['identity.created'],
-      secret: current,
-      previousSecret: previous,
-      previousSecretExpiresAt: new Date(Date.now() + 3600_000),
     });
-    receiver.state.secrets.set('current', current).set('previous', previous);
+    const rotation = await api.post(`/webhooks/${rotated.id}/rotate-secret`);
+    expect(rotation.status).toBe(200);
+    receiver.state.secrets.set('current', rotation.body.data.secret).set('previous', rotated.secret);
     const during = await storedEvent(
       knex,
       'identity.created',
@@ -181,6 +186,7 @@ describe('webhook delivery: signed events', () => {
     expect(both.signatureVerifiedWith).toEqual([['current'], ['previous']]);
     expect(both.verifiedWith.sort()).toEqual(['current', 'previous']);
 
+    // A day later the previous secret no longer signs.
     await knex('webhooks')
       .where({ id: rotated.id })
       .update({ previous_secret_expires_at: new Date(Date.now() - 1000) });

@@ -31,6 +31,21 @@ export function retryDelayMs(failures: number, random: () => number = Math.rando
   return Math.round(base * (0.75 + 0.5 * random()));
 }
 
+/**
+ * Runs a single statement again when PostgreSQL ended it as a deadlock's victim (nothing of it was
+ * written): an admin enabling a webhook locks the webhook, then its deliveries, while an
+ * acknowledgement writes a delivery and then its webhook.
+ */
+async function retryDeadlocks<T>(statement: () => Promise<T>, retries = 3): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await statement();
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== '40P01' || attempt >= retries) throw err;
+    }
+  }
+}
+
 export type DeliveryResult = 'delivered' | 'retrying' | 'failed' | 'lost';
 
 export interface WebhookDelivery {
@@ -119,14 +134,7 @@ export function createWebhookDelivery({
 
   return {
     claim(limit) {
-      const at = now();
-      return webhookOutboxRepository.claimDue(knex, {
-        instance,
-        leaseMs,
-        now: at,
-        cutoff: new Date(at.getTime() - DELIVERY_WINDOW_MS),
-        limit,
-      });
+      return webhookOutboxRepository.claimDue(knex, { instance, leaseMs, now: now(), limit });
     },
 
     async send(delivery) {
@@ -144,13 +152,21 @@ export function createWebhookDelivery({
         result = { error: err instanceof Error ? err : new Error(String(err)) };
       }
       const outcome = outcomeOf(at, started, result, now);
-      const nextAttemptAt = new Date(now().getTime() + retryDelayMs(delivery.attempts + 1));
+      // The last retry comes when the window ends; failing then, the delivery has failed.
+      const nextAttemptAt = new Date(
+        Math.min(
+          now().getTime() + retryDelayMs(delivery.attempts + 1),
+          delivery.createdAt.getTime() + DELIVERY_WINDOW_MS,
+        ),
+      );
       return { ...outcome, nextAttemptAt };
     },
 
     async acknowledge(delivery, outcome) {
       const cutoff = new Date(now().getTime() - DELIVERY_WINDOW_MS);
-      const acked = await webhookOutboxRepository.acknowledge(knex, delivery.id, instance, outcome, cutoff);
+      const acked = await retryDeadlocks(() =>
+        webhookOutboxRepository.acknowledge(knex, delivery.id, instance, outcome, cutoff),
+      );
       if (!acked) return 'lost';
       const { failingSince } = acked;
       if (failingSince && now().getTime() - failingSince.getTime() > DISABLE_AFTER_MS) {

@@ -31,8 +31,13 @@ export interface WebhookDispatcherDeps {
   concurrency?: number;
 }
 
-/** What tests replace: the outbound POST, the lease, the clock. */
-export type WebhookOverrides = Partial<Pick<WebhookDispatcherDeps, 'post' | 'leaseMs' | 'now'>>;
+/**
+ * What tests replace: the outbound POST, the lease, the clock; `deliver: false` runs no delivery
+ * at all, for tests that write outbox rows themselves and read them back.
+ */
+export type WebhookOverrides = Partial<Pick<WebhookDispatcherDeps, 'post' | 'leaseMs' | 'now'>> & {
+  deliver?: boolean;
+};
 
 /**
  * The lease a test sets for a controller process it kills mid-delivery
