@@ -88,7 +88,7 @@ export interface EdgeRouters {
  */
 async function createDomainServices({ config, listeners, database, box, pki, logger, metrics }: ComposeDeps) {
   const { knex } = database;
-  const audit = createAuditTrail(logger);
+  const audit = createAuditTrail(logger, knex);
   audit.subscribe(metrics.countAuditEvent);
   // Without an edge section nothing reaches these services, but they are built all the same.
   const edge = config.edge ?? EDGE_DEFAULTS;
