@@ -123,7 +123,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   });
   revocationState.onSessionRevoked((id) => sessions.forget(id));
   const apiSessionView = createApiSessionView({ knex, maxSessionDuration: edge.oidc.maxSessionDuration });
-  const lockout = createLoginLockout({ knex, revocations });
+  const lockout = createLoginLockout({ knex, revocations, audit });
   const passwordMethod = createPasswordMethod({ knex, lockout, onVerify: metrics.observePasswordVerify });
   const policies = createPolicyService({ knex, revocations, audit });
   const signers = createSignerService({ knex, audit });

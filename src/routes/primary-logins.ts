@@ -33,7 +33,8 @@ function audited<A extends unknown[]>(
       result = await login(ctx, ...args);
     } catch (err) {
       if (isAppError(err) && (err.code === 'INVALID_AUTH' || err.code === 'RATE_LIMITED')) {
-        const { reason, identityId, lockout } = refusalOf(err);
+        const { reason, identityId, lockout, audited: stored } = refusalOf(err);
+        if (stored) throw err;
         await audit.storeAttempt(
           {
             event: 'auth.login',

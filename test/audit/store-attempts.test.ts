@@ -96,6 +96,37 @@ describe('stored failed attempts', () => {
     expect(JSON.stringify(rows)).not.toContain('Unknown-Secret');
   });
 
+  test('the attempt that locks an identity is stored in the transaction that locks it', async () => {
+    const policy = await api.post('/auth-policies', {
+      body: { name: 'three-strikes', primary: { updb: { maxAttempts: 3, lockoutDurationMinutes: 5 } } },
+    });
+    expect(policy.status).toBe(201);
+    const user = await enrolledUpdbUser(server, api, 'locked-user', { authPolicyId: policy.body.data.id });
+    await atTheStartOfAMinute();
+    for (let i = 0; i < 3; i++) {
+      expect((await passwordLogin(server, user.username, `Wrong-Lock-${i}`)).status).toBe(401);
+    }
+    const [lockout] = await storedEvents(server.app.knex, 'auth.login', {
+      identity_id: user.id,
+      outcome: 'lockout',
+    });
+    expect(lockout).toMatchObject({ attempts: 1, details: { method: 'password', reason: 'wrong-password' } });
+    const [revocation] = await storedEvents(server.app.knex, 'revocation.published', {
+      identity_id: user.id,
+    });
+    expect(revocation).toMatchObject({ details: { kind: 'identity', cause: 'lockout' } });
+    expect(lockout!.tx).toBe(revocation!.tx);
+    expect(
+      attemptsOf(
+        await storedEvents(server.app.knex, 'auth.login', { identity_id: user.id, outcome: 'failure' }),
+      ),
+    ).toBe(2);
+    const lines = events().filter(
+      (e) => e.event === 'auth.login' && e.identityId === user.id && e.outcome === 'lockout',
+    );
+    expect(lines).toHaveLength(1);
+  });
+
   test('a later attempt moves the row to its own transaction, so followers of the trail see the new count', async () => {
     const user = await enrolledUpdbUser(server, api, 'followed-user');
     await atTheStartOfAMinute();
