@@ -14,7 +14,10 @@ import {
   passwordLogin,
   type ManagementApi,
 } from '../identities/identity-fixtures.js';
+import { statementsOf } from '../helpers/sql-statements.js';
+import { createUser } from '../mfa/mfa-fixtures.js';
 import { discoverClient, issuerOf } from '../oidc/oidc-fixtures.js';
+import { enrollTotp, partialLogin, postTotp } from '../second-factors/factor-fixtures.js';
 import {
   namedSite,
   passkeyApi,
@@ -344,6 +347,41 @@ describe('stored audit events', () => {
     } finally {
       await close();
     }
+  });
+
+  test('an OIDC login that owes a TOTP code stores each decision in the statement its step sends anyway', async () => {
+    const user = await createUser(server, 'stored-oidc-totp-user');
+    secrets.push(user.password);
+    const { url, step, recoveryCodes } = await enrollTotp(server, user);
+    secrets.push(secretFromUrl(url), ...recoveryCodes);
+
+    const { result: partial, sql: primarySql } = await statementsOf(knex(), () =>
+      partialLogin(server.client, user),
+    );
+    expect(partial.response.status).toBe(200);
+    expect(await storedOf(partial.response, 'auth.login')).toMatchObject({
+      outcome: 'success',
+      identity_id: user.id,
+    });
+    // The success went with the auth request's progress: one statement wrote both.
+    const progress = primarySql.filter((q) => /"audit_events"/.test(q));
+    expect(progress).toHaveLength(1);
+    expect(progress[0]).toMatch(/insert into "oidc_payloads"/);
+
+    const code = await totpCode(url, step + 1);
+    const { result: done, sql: stepSql } = await statementsOf(knex(), () =>
+      postTotp(server.client, partial.started.authRequestId, code),
+    );
+    expect(done.status).toBe(303);
+    expect(await storedOf(done, 'auth.second-factor')).toMatchObject({
+      outcome: 'success',
+      identity_id: user.id,
+      details: { method: 'totp' },
+    });
+    // …and the code's with the grant's API session and login facts.
+    const completion = stepSql.filter((q) => /"audit_events"/.test(q));
+    expect(completion).toHaveLength(1);
+    expect(completion[0]).toMatch(/insert into "api_sessions"/);
   });
 
   test('a legacy logout stores session.ended with its revocation', async () => {
