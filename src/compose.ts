@@ -93,7 +93,7 @@ export interface EdgeRouters {
  */
 async function createDomainServices({ config, listeners, database, box, pki, logger, metrics }: ComposeDeps) {
   const { knex } = database;
-  const audit = createAuditTrail(logger);
+  const audit = createAuditTrail(logger, knex);
   audit.subscribe(metrics.countAuditEvent);
   // Without an edge section nothing reaches these services, but they are built all the same.
   const edge = config.edge ?? EDGE_DEFAULTS;
@@ -128,7 +128,7 @@ async function createDomainServices({ config, listeners, database, box, pki, log
   });
   revocationState.onSessionRevoked((id) => sessions.forget(id));
   const apiSessionView = createApiSessionView({ knex, maxSessionDuration: edge.oidc.maxSessionDuration });
-  const lockout = createLoginLockout({ knex, revocations });
+  const lockout = createLoginLockout({ knex, revocations, audit });
   const passwordMethod = createPasswordMethod({ knex, lockout, onVerify: metrics.observePasswordVerify });
   const policies = createPolicyService({ knex, revocations, audit });
   const signers = createSignerService({ knex, audit });

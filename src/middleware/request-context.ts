@@ -44,6 +44,7 @@ export class RequestState {
 /** The request scope of one request: the client address is read when an event asks for it. */
 export class HttpRequestScope implements RequestScope {
   actorId?: string;
+  #beforeResponse: (() => Promise<void>)[] | undefined;
 
   constructor(
     readonly requestId: string,
@@ -52,5 +53,16 @@ export class HttpRequestScope implements RequestScope {
 
   sourceAddress(): string {
     return clientAddress(this.ctx);
+  }
+
+  beforeResponse(hook: () => Promise<void>): void {
+    (this.#beforeResponse ??= []).push(hook);
+  }
+
+  /** Runs what `beforeResponse` registered, in order (most requests registered nothing). */
+  async runBeforeResponse(): Promise<void> {
+    const hooks = this.#beforeResponse;
+    this.#beforeResponse = undefined;
+    if (hooks) for (const hook of hooks) await hook();
   }
 }

@@ -33,11 +33,21 @@ export function requestFrame({ logger, spec, metrics, corsOriginAllowed }: Reque
   const listener = spec.name;
   const corsThen = cors(corsOriginAllowed);
 
-  async function guarded(ctx: Context, next: Next, refused: AppError | undefined): Promise<void> {
+  async function guarded(
+    ctx: Context,
+    next: Next,
+    refused: AppError | undefined,
+    scope: HttpRequestScope,
+  ): Promise<void> {
     try {
       setSecurityHeaders(ctx);
       if (refused) throw refused;
       await corsThen(ctx, next);
+    } catch (err) {
+      answerError(ctx, err);
+    }
+    try {
+      await scope.runBeforeResponse();
     } catch (err) {
       answerError(ctx, err);
     }
@@ -59,7 +69,8 @@ export function requestFrame({ logger, spec, metrics, corsOriginAllowed }: Reque
     ctx.state = state;
     ctx.res.setHeader('request-id', requestId);
     try {
-      await runInRequestScope(new HttpRequestScope(requestId, ctx), guarded, ctx, next, refused);
+      const scope = new HttpRequestScope(requestId, ctx);
+      await runInRequestScope(scope, guarded, ctx, next, refused, scope);
     } finally {
       const elapsedNs = process.hrtime.bigint() - started;
       if (metrics) recordHttp(metrics, listener, ctx, method, Number(elapsedNs) / 1e9);

@@ -205,6 +205,7 @@ export async function createOidc(deps: OidcDeps) {
     prefetch,
     completedLogins,
     accessTokenSeconds: durations.accessTokenDuration,
+    audit: deps.audit,
   });
   // Asks for the issuers only when a token is verified, once the registry below exists.
   const verifier = createTokenVerifier({

@@ -348,7 +348,11 @@ export function createProvider(o: ProviderOptions): Provider {
   provider.use(deviceAuthorizationResponse(o.device.audit));
   // A poll of an expired device code (RFC 8628 §3.5 `expired_token`): the device gave up waiting.
   provider.on('grant.error', (_ctx: KoaContextWithOIDC, err: { error?: unknown }) => {
-    if (err?.error === 'expired_token') o.device.audit.record({ event: 'oidc.device.expired' });
+    if (err?.error !== 'expired_token') return;
+    // An event listener: the provider does not wait for it, so a failed store is only logged.
+    o.device.audit
+      .storeAlone({ event: 'oidc.device.expired' })
+      .catch((e: unknown) => o.logger.warn({ err: (e as Error).message }, 'audit event not stored'));
   });
   // The provider is a Koa app of its own: without an 'error' listener Koa writes the errors that
   // reach it (a client's connection reset while its answer is written, a malformed pipelined

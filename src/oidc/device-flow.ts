@@ -161,7 +161,7 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
       if (err?.name === 'AbortedError') {
         // Declined on the confirmation page, or refused after the login (the identity went away).
         if (err.cause === undefined) {
-          audit.record({ event: 'oidc.device.declined' });
+          await audit.storeAlone({ event: 'oidc.device.declined' });
           return pages.result(ctx, 'declined');
         }
         return pages.codeForm(ctx, {
@@ -172,7 +172,7 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
         });
       }
       if (err?.name === 'NotFoundError') {
-        audit.record({ event: 'oidc.device.user-code-wrong', outcome: 'failure' });
+        await audit.storeAlone({ event: 'oidc.device.user-code-wrong', outcome: 'failure' });
         guesses.wrong(ctx.req);
       }
       // `verification_uri_complete`: the code form, prefilled. Its post looks the code up (where
@@ -203,7 +203,7 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
       });
     },
     async successSource(ctx: KoaContextWithOIDC) {
-      audit.record({ event: 'oidc.device.confirmed', identityId: ctx.oidc.session?.accountId });
+      await audit.storeAlone({ event: 'oidc.device.confirmed', identityId: ctx.oidc.session?.accountId });
       pages.result(ctx, 'signed-in');
     },
   };
@@ -231,6 +231,6 @@ export function deviceAuthorizationResponse(audit: AuditTrail) {
     const body = ctx.body as Record<string, unknown> | undefined;
     if (!body || typeof body !== 'object' || typeof body.device_code !== 'string') return;
     if (body.interval === undefined) body.interval = POLL_INTERVAL_SECONDS;
-    audit.record({ event: 'oidc.device.authorization' });
+    await audit.storeAlone({ event: 'oidc.device.authorization' });
   };
 }

@@ -381,13 +381,16 @@ export function createLoginFlow(deps: LoginFlowDeps) {
       // consume and the API session commit together: a refused login leaves its auth request
       // usable, and parallel logins of one identity never hold more than the limit. Without a
       // limit, none of these statements is sent.
-      openedSession = await deps.sessionLimit.admit(identity.id, async (trx) => {
+      openedSession = await deps.sessionLimit.admit(identity.id, async (trx, afterCommit) => {
         await consume(trx);
         const origin = {
           authMethod: state.method ?? null,
           ipAddress: currentRequestScope()?.sourceAddress() ?? null,
         };
-        return { id: facts.apiSessionId, expiresAt: await deps.sessions.open(trx, facts, origin) };
+        return {
+          id: facts.apiSessionId,
+          expiresAt: await deps.sessions.open(trx, afterCommit, facts, origin),
+        };
       });
     } else {
       await consume(deps.knex);

@@ -157,23 +157,29 @@ export function createOidcSessions({
         uid: facts.apiSessionId,
         expiresAt,
       };
-      if (openedUntil) await oidcPayloadsRepository.upsert(knex, factsRow);
-      else
-        await apiSessionsRepository.insertWithLoginFacts(
-          knex,
-          sessionRow(facts, origin, expiresAt),
-          factsRow,
-        );
+      if (openedUntil) return oidcPayloadsRepository.upsert(knex, factsRow);
+      // The login's audit events (held by this request) are part of the same statement.
+      const held = audit.takeHeld();
+      await apiSessionsRepository.insertWithLoginFacts(
+        knex,
+        sessionRow(facts, origin, expiresAt),
+        factsRow,
+        held.rows,
+      );
+      held.logged();
     },
 
     /**
      * The API session of a login whose policy limits sessions, written in the session limit's
      * transaction, before the grant exists (the grant's facts follow in `start`); answers its end.
      */
-    async open(trx: Db, facts: LoginFacts, origin: SessionOrigin): Promise<Date> {
+    async open(trx: Db, afterCommit: AfterCommit, facts: LoginFacts, origin: SessionOrigin): Promise<Date> {
       const at = now();
       const expiresAt = loginRowsEnd(at, { kind: 'login' });
-      await apiSessionsRepository.insertFixed(trx, sessionRow(facts, origin, expiresAt, at));
+      // The login's audit events (held by this request) are part of the same statement.
+      const held = audit.takeHeld();
+      await apiSessionsRepository.insertFixed(trx, sessionRow(facts, origin, expiresAt, at), held.rows);
+      afterCommit(held.logged);
       return expiresAt;
     },
 
@@ -214,7 +220,7 @@ export function createOidcSessions({
           afterCommit(revocations.afterCommit);
           // Already gone (ended elsewhere, or twice): its ending was recorded then.
           if (!ended) return;
-          recordSessionEnded(audit, afterCommit, ended, cause);
+          await recordSessionEnded(audit, trx, afterCommit, ended, cause);
         },
         RETRY_DEADLOCKS,
       );
@@ -246,7 +252,7 @@ export function createOidcSessions({
         if (typeof bound !== 'string' || enrolled.has(bound) || typeof facts.apiSessionId !== 'string')
           continue;
         const ended = await endApiSessionIn(trx, facts.apiSessionId, { afterCommit, cause });
-        if (ended) recordSessionEnded(audit, afterCommit, ended, cause);
+        if (ended) await recordSessionEnded(audit, trx, afterCommit, ended, cause);
       }
       await oidcPayloadsRepository.deleteForAccountWhere(trx, 'Interaction', identityId, now(), (payload) => {
         const state = (payload.result as { svc?: Partial<LoginState> } | undefined)?.svc;

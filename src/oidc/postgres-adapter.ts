@@ -11,6 +11,7 @@ import {
 import type { CompletedLogins } from './completed-logins.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 import { loginRowsEnd } from './login-lifetime.js';
+import { NO_AUDIT, type AuditTrail } from '../services/audit-trail.js';
 import { currentRequestScope } from '../services/request-scope.js';
 import {
   CODE_VERIFICATION_ROUTE,
@@ -45,6 +46,11 @@ export interface PostgresAdapterDeps {
   completedLogins: Pick<CompletedLogins, 'interactionFor' | 'completedInteraction'>;
   /** edge.oidc.accessTokenDuration (s): how long a login's rows last at least once it has a token. */
   accessTokenSeconds: number;
+  /**
+   * Audit events a request holds (services/audit-trail.ts `hold`) join the write its login or token
+   * request makes anyway: an auth request's progress, the consume of a refresh token.
+   */
+  audit?: Pick<AuditTrail, 'takeHeld'>;
   /** The provider request being served (oidc-provider keeps it in an AsyncLocalStorage). */
   requestContext?: () => object | undefined;
   now?: () => Date;
@@ -108,6 +114,7 @@ export function createPostgresAdapter({
   prefetch,
   completedLogins,
   accessTokenSeconds,
+  audit = NO_AUDIT,
   requestContext = () => Provider.ctx,
   now = () => new Date(),
 }: PostgresAdapterDeps) {
@@ -157,6 +164,15 @@ export function createPostgresAdapter({
           loginEnd,
         );
         return;
+      }
+      if (this.model === 'Interaction') {
+        // A login step that leaves factors owed: its decisions are stored with its progress.
+        const held = audit.takeHeld();
+        if (held.rows.length > 0) {
+          await loginRowsRepository.upsertWithEvents(knex, row, held.rows);
+          held.logged();
+          return;
+        }
       }
       await oidcPayloadsRepository.upsert(knex, row);
     }
@@ -209,8 +225,9 @@ export function createPostgresAdapter({
     async consume(id: string): Promise<void> {
       const at = now();
       const loginEnd = loginRowsEnd(at, { kind: 'access-token', accessTokenSeconds });
-      const consumed = isGrantToken(this.model)
-        ? await loginRowsRepository.consumeAndExtend(knex, this.model, id, at, loginEnd)
+      const held = isGrantToken(this.model) ? audit.takeHeld() : undefined;
+      const consumed = held
+        ? await loginRowsRepository.consumeAndExtend(knex, this.model, id, at, loginEnd, held.rows)
         : this.model === 'DeviceCode'
           ? await devicePollsRepository.consume(
               knex,
@@ -220,7 +237,10 @@ export function createPostgresAdapter({
               currentRequestScope()?.sourceAddress() ?? null,
             )
           : await oidcPayloadsRepository.consume(knex, this.model, id, at);
-      if (consumed) return;
+      if (consumed) {
+        held?.logged();
+        return;
+      }
       if (this.model === 'PushedAuthorizationRequest') {
         throw new errors.InvalidRequestUri('request_uri is invalid, expired, or was already used');
       }

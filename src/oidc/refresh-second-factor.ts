@@ -4,7 +4,7 @@ import { isAppError } from '../errors/app-error.js';
 import { formatChallenge } from '../errors/www-authenticate.js';
 import { bearerTokens } from '../services/auth/bearer-tokens.js';
 import type { ExtJwtMethod } from '../services/auth/ext-jwt-method.js';
-import type { AuditTrail } from '../services/audit-trail.js';
+import type { AuditEvent, AuditTrail } from '../services/audit-trail.js';
 import type { GrantPrefetch } from './grant-prefetch.js';
 
 export interface RefreshSecondFactorDeps {
@@ -54,23 +54,23 @@ export function createRefreshSecondFactor(deps: RefreshSecondFactorDeps) {
     if (!signerId) return;
     // As at the login (second-factors.ts); the grant is named by its API session, whose id is
     // not a bearer secret (the grant's id is: docs/adr/0004-hashed-token-ids.md).
-    const audit = (outcome: 'success' | 'failure') =>
-      deps.audit?.record({
-        event: 'auth.second-factor',
-        method: 'ext-jwt',
-        outcome,
-        identityId: identity.id,
-        signerId,
-        grantType: 'refresh_token',
-        ...(sessionId !== undefined && { sessionId }),
-        ...(outcome === 'failure' && { reason: 'no-valid-jwt-of-the-signer' }),
-      });
+    const event = (outcome: 'success' | 'failure'): AuditEvent => ({
+      event: 'auth.second-factor',
+      method: 'ext-jwt',
+      outcome,
+      identityId: identity.id,
+      signerId,
+      grantType: 'refresh_token',
+      ...(sessionId !== undefined && { sessionId }),
+      ...(outcome === 'failure' && { reason: 'no-valid-jwt-of-the-signer' }),
+    });
     try {
       await deps.extJwt.checkSecondary(tokensByRequest.get(ctx.req) ?? [], signerId, identity);
-      audit('success');
+      // Stored by the refresh token's consume, the refresh's next statement (postgres-adapter.ts).
+      await deps.audit?.hold(event('success'));
     } catch (err) {
       if (!isAppError(err) || err.code !== 'UNAUTHORIZED') throw err;
-      audit('failure');
+      await deps.audit?.storeAttempt(event('failure'));
       // The challenge tells the client which JWT to bring, as at userinfo and on the Edge APIs.
       ctx.set('WWW-Authenticate', err.challenges.map(formatChallenge));
       throw new errors.InvalidGrant('a valid JWT of the secondary external JWT signer is required');

@@ -169,14 +169,24 @@ export function createSecondFactors(deps: SecondFactorsDeps) {
     if (signerId && !state.satisfied.includes(FACTORS.extJwt.satisfied)) {
       const failure = await extJwtFailure(tokens, signerId, identity);
       // A request without any JWT is a question (what is owed?), not a decision.
-      if (failure === undefined || tokens.length > 0) {
-        deps.audit?.record({
+      // A success is stored with the write the login step makes (its progress, or its grant);
+      // a failure is counted in its row of the minute.
+      if (failure === undefined) {
+        await deps.audit?.hold({
           event: 'auth.second-factor',
           method: 'ext-jwt',
-          outcome: failure === undefined ? 'success' : 'failure',
+          outcome: 'success',
           identityId: identity.id,
           signerId,
-          ...(failure !== undefined && { reason: 'no-valid-jwt-of-the-signer' }),
+        });
+      } else if (tokens.length > 0) {
+        await deps.audit?.storeAttempt({
+          event: 'auth.second-factor',
+          method: 'ext-jwt',
+          outcome: 'failure',
+          identityId: identity.id,
+          signerId,
+          reason: 'no-valid-jwt-of-the-signer',
         });
       }
       if (failure === undefined) satisfy(state, FACTORS.extJwt, credentialName('ext-jwt', signerId));

@@ -1,6 +1,7 @@
 import type { Db } from '../db/create-database.js';
 import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 import { fixedStatement, runFixed } from '../db/fixed-statement.js';
+import { AUDIT_ROWS_CTE, auditRowsJson, type AuditEventInsert } from './audit-events-repository.js';
 import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-repository.js';
 
 export type ApiSessionKind = 'legacy' | 'oidc';
@@ -63,10 +64,12 @@ export type NewApiSession = Omit<ApiSession, 'createdAt' | 'lastActivityAt'> & {
 };
 
 const INSERT_SQL = `insert into "api_sessions" ("id", "identity_id", "kind", "token_hash", "amr", "config_types", "is_cert_extendable", "mfa_required", "mfa_complete", "auth_method", "ip_address", "expires_at", "created_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?::timestamptz, now()))`;
-/** An OIDC login's API session beside its login facts (insertWithLoginFacts). */
-const INSERT_WITH_LOGIN_FACTS = oidcPayloadsRepository.upsertAfter(`with "api_session" as (${INSERT_SQL}) `);
-/** An OIDC login's API session alone, when a session limit opens it before its grant exists. */
-const INSERT = fixedStatement(INSERT_SQL);
+/** An OIDC login's API session beside its login facts and its audit events (insertWithLoginFacts). */
+const INSERT_WITH_LOGIN_FACTS = oidcPayloadsRepository.upsertAfter(
+  `with "api_session" as (${INSERT_SQL}), ${AUDIT_ROWS_CTE} `,
+);
+/** An OIDC login's API session and its audit events, when a session limit opens it before its grant exists. */
+const INSERT = fixedStatement(`with ${AUDIT_ROWS_CTE} ${INSERT_SQL}`);
 
 /** INSERT_SQL's values. */
 const insertBindings = (s: NewApiSession) => [
@@ -238,17 +241,27 @@ export const apiSessionsRepository = {
   },
 
   /**
-   * An OIDC grant's API session and its login facts (a row of `oidc_payloads`), written together or
-   * not at all: one statement, the session's insert as a data-modifying WITH, so no transaction is
-   * needed around it. A deleted identity fails it on the session's foreign key.
+   * An OIDC grant's API session, its login facts (a row of `oidc_payloads`) and the login's audit
+   * events, written together or not at all: one statement, the inserts as data-modifying WITHs, so
+   * no transaction is needed around it. A deleted identity fails it on the session's foreign key.
    */
-  async insertWithLoginFacts(db: Db, s: NewApiSession, factsRow: OidcPayloadRow): Promise<void> {
-    await oidcPayloadsRepository.upsertWith(db, INSERT_WITH_LOGIN_FACTS, insertBindings(s), factsRow);
+  async insertWithLoginFacts(
+    db: Db,
+    s: NewApiSession,
+    factsRow: OidcPayloadRow,
+    events: readonly AuditEventInsert[] = [],
+  ): Promise<void> {
+    await oidcPayloadsRepository.upsertWith(
+      db,
+      INSERT_WITH_LOGIN_FACTS,
+      [...insertBindings(s), auditRowsJson(events)],
+      factsRow,
+    );
   },
 
-  /** One session row as a fixed statement (an OIDC login under a session limit). */
-  async insertFixed(db: Db, s: NewApiSession): Promise<void> {
-    await runFixed(db, INSERT, insertBindings(s));
+  /** One session row and the login's audit events as a fixed statement (an OIDC login under a session limit). */
+  async insertFixed(db: Db, s: NewApiSession, events: readonly AuditEventInsert[] = []): Promise<void> {
+    await runFixed(db, INSERT, [auditRowsJson(events), ...insertBindings(s)]);
   },
 
   /** The identity's live, fully authenticated sessions, oldest first, but `excluding`; undefined once the identity is gone. */

@@ -17,11 +17,15 @@ export type PrimaryLogin = (ctx: Context) => Promise<PrimaryAuthResult>;
  * One `auth.login` event per decision of a method: success, or the refusal (INVALID_AUTH) with
  * its reason; a refusal that locked the identity, or an attempt refused by a failure limit before
  * any check (RATE_LIMITED), is a `lockout`. A malformed request is no decision and is not recorded.
+ * A success is stored with the write the login makes on this request (its API session, its grant,
+ * or its auth request's progress: services/audit-trail.ts `hold`); a refusal is counted in its row
+ * of the minute (`storeAttempt`), under the username it gave when that names no identity.
  */
 function audited<A extends unknown[]>(
   audit: AuditTrail,
   method: string,
   login: (ctx: Context, ...args: A) => Promise<PrimaryAuthResult>,
+  usernameOf: (ctx: Context) => string | undefined = () => undefined,
 ): (ctx: Context, ...args: A) => Promise<PrimaryAuthResult> {
   return async (ctx, ...args) => {
     let result: PrimaryAuthResult;
@@ -29,21 +33,31 @@ function audited<A extends unknown[]>(
       result = await login(ctx, ...args);
     } catch (err) {
       if (isAppError(err) && (err.code === 'INVALID_AUTH' || err.code === 'RATE_LIMITED')) {
-        const { reason, identityId, lockout } = refusalOf(err);
-        audit.record({
-          event: 'auth.login',
-          method,
-          outcome: lockout || err.code === 'RATE_LIMITED' ? 'lockout' : 'failure',
-          reason,
-          identityId,
-        });
+        const { reason, identityId, lockout, audited: stored } = refusalOf(err);
+        if (stored) throw err;
+        await audit.storeAttempt(
+          {
+            event: 'auth.login',
+            method,
+            outcome: lockout || err.code === 'RATE_LIMITED' ? 'lockout' : 'failure',
+            reason,
+            identityId,
+          },
+          identityId === undefined ? { unknownUsername: usernameOf(ctx) } : {},
+        );
       }
       throw err;
     }
-    audit.record({ event: 'auth.login', method, outcome: 'success', identityId: result.identity.id });
+    await audit.hold({ event: 'auth.login', method, outcome: 'success', identityId: result.identity.id });
     return result;
   };
 }
+
+/** The username a password login gave (parsed before the method runs, so it is a string). */
+const usernameOf = (ctx: Context): string | undefined => {
+  const body = bodyOf(ctx) as { username?: unknown } | undefined;
+  return typeof body?.username === 'string' ? body.username : undefined;
+};
 
 /** The WebAuthn site of a request's Host (409 PASSKEYS_UNAVAILABLE where a browser would refuse it). */
 export const webauthnSiteOf = (deps: Pick<RouteDeps, 'webauthn'>) => (ctx: Context) =>
@@ -77,10 +91,15 @@ export function passkeyLoginFor(deps: RouteDeps): PasskeyLogin {
 export function primaryLoginsFor(deps: RouteDeps): Record<string, PrimaryLogin> {
   const passkey = passkeyLoginFor(deps);
   return {
-    password: audited(deps.audit, 'password', async (ctx) => {
-      const input = parseInput(passwordLoginSchema, bodyOf(ctx));
-      return deps.passwordMethod({ ...input, clientAddress: clientAddress(ctx) });
-    }),
+    password: audited(
+      deps.audit,
+      'password',
+      async (ctx) => {
+        const input = parseInput(passwordLoginSchema, bodyOf(ctx));
+        return deps.passwordMethod({ ...input, clientAddress: clientAddress(ctx) });
+      },
+      usernameOf,
+    ),
     // The certificate comes from the TLS handshake; the body carries nothing.
     cert: audited(deps.audit, 'cert', (ctx) => deps.certMethod(peerCertificateChain(ctx))),
     'ext-jwt': audited(deps.audit, 'ext-jwt', (ctx) =>

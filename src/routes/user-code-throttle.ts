@@ -43,7 +43,7 @@ export function createUserCodeThrottle(limiter: RateLimiter, audit: AuditTrail):
       const key = clientAddressKey(clientAddress(ctx));
       const wait = await limiter.take(key);
       if (wait > 0) {
-        audit.record({ event: 'oidc.device.user-code-throttled', outcome: 'lockout' });
+        await audit.storeAlone({ event: 'oidc.device.user-code-throttled', outcome: 'lockout' });
         return renderTooManyCodesPage(ctx, wait);
       }
       try {

@@ -52,7 +52,7 @@ export function createApiSessionEnding({
     const ended = await revocations.revokeApiSession(trx, session.id, { afterCommit, cause });
     // Gone meanwhile: whatever ended it first recorded the ending.
     if (!ended) return;
-    recordSessionEnded(audit, afterCommit, session, cause);
+    await recordSessionEnded(audit, trx, afterCommit, session, cause);
   }
 
   return {

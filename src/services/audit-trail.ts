@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import type { Db } from '../db/create-database.js';
 import type { AfterCommit } from '../db/transaction.js';
 import { auditEventsRepository, type AuditEventInsert } from '../repositories/audit-events-repository.js';
-import { currentRequestScope } from './request-scope.js';
+import { currentRequestScope, type RequestScope } from './request-scope.js';
 
 /**
  * One security-relevant decision or change: an authentication outcome, an identity, policy,
@@ -35,14 +36,26 @@ export interface EndedSession {
   identityId: string;
 }
 
-/** One `session.ended` event, once the transaction commits: which session, whose, and why. */
-export function recordSessionEnded(
+/**
+ * `db` as the transaction of a change, for code typed with `Db` that always runs in one: an event
+ * stored outside its change's transaction would break the trail's guarantee, so this refuses.
+ */
+export function changeTransaction(db: Db): Knex.Transaction {
+  if (!(db as Partial<Knex.Transaction>).isTransaction) {
+    throw new Error('an audit event of a change is stored in the transaction of that change');
+  }
+  return db as Knex.Transaction;
+}
+
+/** One `session.ended` event, stored in the transaction that ended the session: which session, whose, and why. */
+export async function recordSessionEnded(
   audit: AuditTrail,
+  trx: Db,
   afterCommit: AfterCommit,
   session: EndedSession,
   cause: string | undefined,
-): void {
-  audit.recordAfterCommit(afterCommit, {
+): Promise<void> {
+  await audit.store(changeTransaction(trx), afterCommit, {
     event: 'session.ended',
     sessionId: session.id,
     kind: session.kind,
@@ -57,16 +70,61 @@ export function recordSessionEnded(
  * client address and caller are taken from the request scope when the event does not name them.
  */
 export interface AuditTrail {
+  /** Logs `event` only: for events about this instance alone (`revocation.received`). */
   record(event: AuditEvent): void;
-  /** Records `event` once the transaction commits; a rolled-back change is never recorded. */
-  recordAfterCommit(afterCommit: AfterCommit, event: AuditEvent): void;
   /**
    * Stores `event` in `trx`, the transaction of the change it records (so the two commit or roll
    * back together), and logs it once that commits.
    */
   store(trx: Knex.Transaction, afterCommit: AfterCommit, event: AuditEvent): Promise<void>;
+  /**
+   * Stores `event` in a statement of its own and logs it: a security-relevant decision that comes
+   * with no write to join (`passkey.clone-suspected`, `oidc.device.*`).
+   */
+  storeAlone(event: AuditEvent): Promise<void>;
+  /**
+   * A failed or refused authentication attempt (`auth.login`, `auth.second-factor`): counted in
+   * one row per event, outcome, identity (else `unknownUsername`), client address and minute
+   * (docs/operations.md, "Audit events"), then logged. `db`: the transaction of a write the
+   * refusal makes anyway (logged once it commits, with `afterCommit`), else one statement of its
+   * own. The unknown username is stored in `details.username`, never logged: a password typed
+   * into the username field must not reach the log.
+   */
+  storeAttempt(event: AuditEvent, options?: AttemptOptions): Promise<void>;
+  /**
+   * A successful authentication decided on this request (`auth.login`, `auth.second-factor`):
+   * held for the write the login makes on this request (`takeHeld`, `storeHeld`), which stores it
+   * in its own statement or transaction. One that no such write committed with is stored in a
+   * statement of its own when the request ends, so each is stored exactly once. Outside a request
+   * it is stored at once.
+   */
+  hold(event: AuditEvent): Promise<void>;
+  /**
+   * The events this request holds, for the write that stores them: call `logged` once that write
+   * has committed, which takes them out of the hold and logs them. A write that fails (or a
+   * transaction run again after a deadlock) leaves them held, to be stored once all the same.
+   */
+  takeHeld(): HeldEvents;
+  /** Stores the events this request holds in `trx`, the transaction of the login's write; logs them once it commits. */
+  storeHeld(trx: Knex.Transaction, afterCommit: AfterCommit): Promise<void>;
   subscribe(listener: AuditListener): () => void;
 }
+
+export interface AttemptOptions {
+  /** The name an unknown username's attempt gave. */
+  unknownUsername?: string;
+  /** The transaction of a write the refusal makes anyway, with its `afterCommit`. */
+  trx?: Knex.Transaction;
+  afterCommit?: AfterCommit;
+}
+
+/** Held events taken by a write: their stored form, and their log lines once it committed. */
+export interface HeldEvents {
+  rows: AuditEventInsert[];
+  logged(): void;
+}
+
+const NOTHING_HELD: HeldEvents = { rows: [], logged: () => undefined };
 
 /** Fills what the request scope knows; events outside a request (the revocation feed) have none. */
 function withScope(event: AuditEvent): AuditEvent {
@@ -88,9 +146,15 @@ function storedForm(e: AuditEvent): AuditEventInsert {
   return { event, outcome, identityId, actorId, sourceAddress, requestId, details };
 }
 
-export function createAuditTrail(logger: Logger): AuditTrail {
+/**
+ * `knex`: where the events that join no write of their own are stored (`storeAlone`,
+ * `storeAttempt`, what a request held and no write took); without it (tools, unit tests) those
+ * are only logged.
+ */
+export function createAuditTrail(logger: Logger, knex?: Knex): AuditTrail {
   const listeners = new Set<AuditListener>();
   const log = logger.child({ audit: true });
+  const held = new WeakMap<RequestScope, AuditEvent[]>();
   function record(raw: AuditEvent): void {
     const event = withScope(raw);
     log.info(event, event.event);
@@ -103,15 +167,75 @@ export function createAuditTrail(logger: Logger): AuditTrail {
       }
     }
   }
+  async function storeAll(events: AuditEvent[]): Promise<void> {
+    if (knex) await auditEventsRepository.insertMany(knex, events.map(storedForm));
+    for (const event of events) record(event);
+  }
+
+  /** The events held now; they leave the hold only once the write that took them has committed. */
+  function takeHeld(): HeldEvents {
+    const scope = currentRequestScope();
+    const events = scope && held.get(scope);
+    if (!events || events.length === 0) return NOTHING_HELD;
+    const taken = [...events];
+    return {
+      rows: taken.map(storedForm),
+      logged: () => {
+        const now = held.get(scope);
+        if (now)
+          held.set(
+            scope,
+            now.filter((e) => !taken.includes(e)),
+          );
+        for (const event of taken) record(event);
+      },
+    };
+  }
+
   return {
     record,
-    recordAfterCommit(afterCommit, event) {
-      afterCommit(() => record(event));
-    },
     async store(trx, afterCommit, raw) {
       const event = withScope(raw);
       await auditEventsRepository.insert(trx, storedForm(event));
       afterCommit(() => record(event));
+    },
+    async storeAlone(raw) {
+      const event = withScope(raw);
+      if (knex) await auditEventsRepository.insert(knex, storedForm(event));
+      record(event);
+    },
+    async storeAttempt(raw, { unknownUsername, trx, afterCommit } = {}) {
+      const event = withScope(raw);
+      const stored = storedForm(event);
+      if (unknownUsername !== undefined) stored.details = { ...stored.details, username: unknownUsername };
+      const db = trx ?? knex;
+      if (db) await auditEventsRepository.upsertAttempt(db, stored, unknownUsername);
+      if (trx && afterCommit) afterCommit(() => record(event));
+      else record(event);
+    },
+    async hold(raw) {
+      const event = withScope(raw);
+      const scope = currentRequestScope();
+      if (!scope?.beforeResponse) return storeAll([event]);
+      const events = held.get(scope);
+      if (events) {
+        events.push(event);
+        return;
+      }
+      held.set(scope, [event]);
+      // Whatever no write of the request took is stored before the response goes out.
+      scope.beforeResponse(async () => {
+        const { rows, logged } = takeHeld();
+        if (rows.length === 0) return;
+        if (knex) await auditEventsRepository.insertMany(knex, rows);
+        logged();
+      });
+    },
+    takeHeld,
+    async storeHeld(trx, afterCommit) {
+      const { rows, logged } = takeHeld();
+      await auditEventsRepository.insertMany(trx, rows);
+      afterCommit(logged);
     },
     subscribe(listener) {
       listeners.add(listener);
@@ -139,7 +263,11 @@ export function reasonCode(detail: unknown, fallback: string): string {
 /** For services built without a trail (unit tests, tools): records nothing. */
 export const NO_AUDIT: AuditTrail = {
   record: () => undefined,
-  recordAfterCommit: () => undefined,
   store: async () => undefined,
+  storeAlone: async () => undefined,
+  storeAttempt: async () => undefined,
+  hold: async () => undefined,
+  takeHeld: () => NOTHING_HELD,
+  storeHeld: async () => undefined,
   subscribe: () => () => undefined,
 };

@@ -13,7 +13,7 @@ import {
 import { authenticatorsRepository, type Authenticator } from '../repositories/authenticators-repository.js';
 import { passkeysRepository } from '../repositories/passkeys-repository.js';
 import { identitiesRepository } from '../repositories/identities-repository.js';
-import { NO_AUDIT, type AuditTrail } from './audit-trail.js';
+import { changeTransaction, NO_AUDIT, type AuditTrail } from './audit-trail.js';
 import { blockCertificatesOf } from './certificate-blocks.js';
 import type { AuthenticatorView } from '../schemas/enrollment-views.js';
 import type { IdentityChangeFeed } from './revocation-service.js';
@@ -92,7 +92,7 @@ export function createAuthenticatorService({
     const removed = await passkeysRepository.delete(trx, id);
     if (!removed) throw new AppError('NOT_FOUND');
     await changes.identityChanged(trx, afterCommit, removed.identityId);
-    audit.recordAfterCommit(afterCommit, {
+    await audit.store(changeTransaction(trx), afterCommit, {
       event: 'passkey.removed',
       identityId: removed.identityId,
       passkeyId: id,
@@ -134,7 +134,7 @@ export function createAuthenticatorService({
             await endBoundSessions(trx, afterCommit, identity.id, thumbprintsOf(left), CERTIFICATE_DELETED);
           }
           await changes.identityChanged(trx, afterCommit, deleted.identityId);
-          audit.recordAfterCommit(afterCommit, {
+          await audit.store(trx, afterCommit, {
             event: 'authenticator.deleted',
             authenticatorId: id,
             identityId: deleted.identityId,

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../db/db-errors.js';
 import { withConstraintErrors } from '../db/constraint-errors.js';
+import type { AfterCommit } from '../db/transaction.js';
 import { AppError, validationError } from '../errors/app-error.js';
 import { checkName, trimSpaces } from '../schemas/name-rules.js';
 import {
@@ -102,8 +103,12 @@ export function createCaAutoEnrollment({
     // The common name comes from a certificate, not a request body: the edge check never saw it.
     checkName('name', base);
 
+    // Logged once the attempt that succeeded has committed.
+    const logs: (() => Promise<void> | void)[] = [];
+    const afterCommit: AfterCommit = (hook) => void logs.push(hook);
     const create = () =>
       knex.transaction(async (trx) => {
+        logs.length = 0;
         const taken = await identitiesRepository.namesStartingWith(trx, base, suffixWidth);
         const name = firstFreeName(base, taken);
         if (!name)
@@ -131,6 +136,13 @@ export function createCaAutoEnrollment({
         // statement sees the block it wrote. Checked before the insert, that commit could fall
         // between the check and the insert and let the device enroll anew.
         if (await blockedCertificatesRepository.isBlocked(trx, ca.id, cert.tbsSha256)) throw blocked();
+        await audit.store(trx, afterCommit, {
+          event: 'enrollment.completed',
+          identityId,
+          method: 'ca',
+          caId: ca.id,
+          created: true,
+        });
       });
     // Each attempt is its own transaction: a lost race for the name aborts the one it ran in.
     await withConstraintErrors(async () => {
@@ -142,14 +154,7 @@ export function createCaAutoEnrollment({
         }
       }
     });
-    // Recorded once the attempt that succeeded has committed.
-    audit.record({
-      event: 'enrollment.completed',
-      identityId,
-      method: 'ca',
-      caId: ca.id,
-      created: true,
-    });
+    for (const log of logs) await log();
     return identityId;
   };
 }

@@ -81,7 +81,7 @@ export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => n
       if (cert.notAfter < now()) throw validationError('certPem', 'the CA certificate has expired');
       const id = newId();
       await inTransaction(knex, async (trx, afterCommit) => {
-        audit.recordAfterCommit(afterCommit, {
+        await audit.store(trx, afterCommit, {
           event: 'ca.created',
           caId: id,
           fingerprint: cert.fingerprint,
@@ -127,7 +127,7 @@ export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => n
       const updated = await inTransaction(knex, async (trx, afterCommit) => {
         const row = await casRepository.update(trx, id, changed);
         if (row)
-          audit.recordAfterCommit(afterCommit, {
+          await audit.store(trx, afterCommit, {
             event: 'ca.updated',
             caId: id,
             fields: Object.keys(changed).sort(),
@@ -143,7 +143,7 @@ export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => n
         const holders = await enrollmentsRepository.identitiesWithCa(trx, id);
         if (!(await casRepository.delete(trx, id))) throw notFound();
         for (const identityId of holders) await changes.identityChanged(trx, afterCommit, identityId);
-        audit.recordAfterCommit(afterCommit, { event: 'ca.deleted', caId: id });
+        await audit.store(trx, afterCommit, { event: 'ca.deleted', caId: id });
       });
     },
 
@@ -167,9 +167,10 @@ export function createCaService({ knex, changes, audit = NO_AUDIT, now = () => n
       if (cert.notBefore > at || cert.notAfter < at) {
         throw validationError('body', 'the certificate is not valid at this time');
       }
-      if (!(await casRepository.markVerified(knex, id, ca.verificationToken))) throw notFound();
-      // One statement, committed by now.
-      audit.record({ event: 'ca.verified', caId: id });
+      await inTransaction(knex, async (trx, afterCommit) => {
+        if (!(await casRepository.markVerified(trx, id, ca.verificationToken))) throw notFound();
+        await audit.store(trx, afterCommit, { event: 'ca.verified', caId: id });
+      });
       return caView((await casRepository.findById(knex, id))!);
     },
   };

@@ -42,7 +42,7 @@ export async function blockCertificatesOf(
       identityName: identity.name,
     });
     if (!entry) continue;
-    audit.recordAfterCommit(afterCommit, {
+    await audit.store(trx, afterCommit, {
       event: 'certificate.blocked',
       identityId: identity.id,
       caId: entry.caId,
@@ -70,7 +70,7 @@ export function createCertificateBlocks({ knex, audit }: { knex: Knex; audit: Au
         if (!(await casRepository.findById(trx, caId))) throw noSuchCa();
         const removed = await blockedCertificatesRepository.delete(trx, caId, id);
         if (!removed) throw new AppError('NOT_FOUND', { message: 'no blocked certificate with this id' });
-        audit.recordAfterCommit(afterCommit, {
+        await audit.store(trx, afterCommit, {
           event: 'certificate.unblocked',
           caId,
           blockId: id,

@@ -104,13 +104,13 @@ export function createEnrollmentCompletion(deps: EnrollmentCompletionDeps) {
       if (caId && tbs && (await blockedCertificatesRepository.isBlocked(trx, caId, tbs)))
         throw certificateFailed('this certificate is blocked at its CA (an admin can lift the block)');
       await deps.changes.identityChanged(trx, afterCommit, consumed.identityId);
-      audit.recordAfterCommit(afterCommit, {
+      await audit.store(trx, afterCommit, {
         event: 'enrollment.completed',
         enrollmentId: consumed.id,
         identityId: consumed.identityId,
         method: e.method,
       });
-      audit.recordAfterCommit(afterCommit, {
+      await audit.store(trx, afterCommit, {
         event: 'authenticator.created',
         authenticatorId,
         identityId: consumed.identityId,

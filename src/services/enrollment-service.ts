@@ -134,7 +134,7 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
         if (!identity) throw notFound('identityId', 'no such identity');
         const added = await addInTransaction(trx, input);
         await deps.changes.identityChanged(trx, afterCommit, input.identityId);
-        audit.recordAfterCommit(afterCommit, {
+        await audit.store(trx, afterCommit, {
           event: 'enrollment.created',
           enrollmentId: added.id,
           identityId: input.identityId,
@@ -157,7 +157,7 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
         const deleted = await enrollmentsRepository.delete(trx, id);
         if (!deleted) throw new AppError('NOT_FOUND');
         await deps.changes.identityChanged(trx, afterCommit, deleted.identityId);
-        audit.recordAfterCommit(afterCommit, {
+        await audit.store(trx, afterCommit, {
           event: 'enrollment.deleted',
           enrollmentId: id,
           identityId: deleted.identityId,
@@ -172,7 +172,7 @@ export function createEnrollmentService(deps: EnrollmentServiceDeps) {
         const updated = await enrollmentsRepository.updateExpiry(trx, id, expiresAt);
         if (!updated) throw new AppError('NOT_FOUND');
         await deps.changes.identityChanged(trx, afterCommit, updated.identityId);
-        audit.recordAfterCommit(afterCommit, {
+        await audit.store(trx, afterCommit, {
           event: 'enrollment.refreshed',
           enrollmentId: id,
           identityId: updated.identityId,

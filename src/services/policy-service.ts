@@ -114,7 +114,7 @@ export function createPolicyService({ knex, revocations, audit = NO_AUDIT }: Pol
       await assertSignersExist(trx, next);
       await authPoliciesRepository.update(trx, id, next);
       const factorsChanged = !sameSecondary(current.secondary, next.secondary);
-      audit.recordAfterCommit(afterCommit, { event: 'policy.updated', policyId: id, factorsChanged });
+      await audit.store(trx, afterCommit, { event: 'policy.updated', policyId: id, factorsChanged });
       if (!factorsChanged) return;
       // The identities concerned authenticate again under the new factors.
       for (const identityId of await authPoliciesRepository.identityIdsUsing(trx, id)) {
@@ -142,7 +142,7 @@ export function createPolicyService({ knex, revocations, audit = NO_AUDIT }: Pol
       await inTransaction(knex, async (trx, afterCommit) => {
         await assertSignersExist(trx, policy);
         await authPoliciesRepository.insert(trx, id, policy);
-        audit.recordAfterCommit(afterCommit, { event: 'policy.created', policyId: id });
+        await audit.store(trx, afterCommit, { event: 'policy.created', policyId: id });
       });
       return id;
     },
@@ -162,7 +162,7 @@ export function createPolicyService({ knex, revocations, audit = NO_AUDIT }: Pol
           if (!(await authPoliciesRepository.findForUpdate(trx, id))) throw notFound();
           if (await authPoliciesRepository.isInUse(trx, id)) throw inUse();
           await authPoliciesRepository.delete(trx, id);
-          audit.recordAfterCommit(afterCommit, { event: 'policy.deleted', policyId: id });
+          await audit.store(trx, afterCommit, { event: 'policy.deleted', policyId: id });
         },
         { removes: true },
       );

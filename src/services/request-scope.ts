@@ -12,6 +12,11 @@ export interface RequestScope {
   sourceAddress(): string | undefined;
   /** The authenticated caller, set by the authentication middleware. */
   actorId?: string;
+  /**
+   * Registers work the request frame runs once the handler is done (also when it failed), before
+   * the response goes out: audit events held for a write that never came (services/audit-trail.ts).
+   */
+  beforeResponse?(hook: () => Promise<void>): void;
 }
 
 // The one process-wide store: a context that follows the request through every await, which is

@@ -3,7 +3,7 @@ import type { AfterCommit } from '../db/transaction.js';
 import { apiSessionsRepository, type ApiSession } from '../repositories/api-sessions-repository.js';
 import { identitiesRepository, type IdentityChanges } from '../repositories/identities-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
-import { NO_AUDIT, recordSessionEnded, type AuditTrail } from './audit-trail.js';
+import { changeTransaction, NO_AUDIT, recordSessionEnded, type AuditTrail } from './audit-trail.js';
 
 // A facts event only has to outlive the identity facts cache (services/identity-context.ts, 300 s):
 // an instance that misses it for longer has reloaded the facts anyway.
@@ -62,14 +62,18 @@ export function createRevocationService(deps: RevocationServiceDeps) {
     await deps.published?.();
   }
 
-  /** Registers this process's refresh and the `revocation.published` event, after commit. */
-  function published(
+  /**
+   * Stores the `revocation.published` event with the revocation, and registers this process's
+   * refresh after commit.
+   */
+  async function published(
+    trx: Db,
     options: RevokeOptions,
     event: { kind: string; identityId?: string; sessionId?: string },
   ) {
     if (!options.afterCommit) return;
-    // Recorded before this process's own read of the feed records it as received.
-    audit.recordAfterCommit(options.afterCommit, {
+    // Logged before this process's own read of the feed records it as received.
+    await audit.store(changeTransaction(trx), options.afterCommit, {
       event: 'revocation.published',
       ...event,
       ...(options.cause !== undefined && { cause: options.cause }),
@@ -78,14 +82,15 @@ export function createRevocationService(deps: RevocationServiceDeps) {
   }
 
   /** One `session.ended` per session an identity's revocation ended, with the revocation's cause. */
-  function sessionsEnded(
+  async function sessionsEnded(
+    trx: Db,
     options: RevokeOptions,
     identityId: string,
     sessions: Pick<ApiSession, 'id' | 'kind'>[],
-  ): void {
+  ): Promise<void> {
     if (!options.afterCommit) return;
     for (const s of sessions)
-      recordSessionEnded(audit, options.afterCommit, { ...s, identityId }, options.cause);
+      await recordSessionEnded(audit, trx, options.afterCommit, { ...s, identityId }, options.cause);
   }
 
   return {
@@ -108,8 +113,8 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         generation: identity?.tokenGeneration ?? null,
         expiresAt: expiry(),
       });
-      published(options, { kind: 'identity', identityId });
-      sessionsEnded(options, identityId, sessions);
+      await published(trx, options, { kind: 'identity', identityId });
+      await sessionsEnded(trx, options, identityId, sessions);
     },
 
     /**
@@ -128,8 +133,8 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         generation: null,
         expiresAt: expiry(),
       });
-      published({ cause: 'deleted', ...options }, { kind: 'identity', identityId });
-      sessionsEnded({ cause: 'deleted', ...options }, identityId, options.sessions ?? []);
+      await published(trx, { cause: 'deleted', ...options }, { kind: 'identity', identityId });
+      await sessionsEnded(trx, { cause: 'deleted', ...options }, identityId, options.sessions ?? []);
     },
 
     recordIdentityChanged,
@@ -156,7 +161,7 @@ export function createRevocationService(deps: RevocationServiceDeps) {
         generation: null,
         expiresAt: expiry(),
       });
-      published(options, { kind: 'api-session', sessionId });
+      await published(trx, options, { kind: 'api-session', sessionId });
       return ended;
     },
 

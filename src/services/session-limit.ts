@@ -61,7 +61,7 @@ export function createSessionLimit({
         : await revocations.revokeApiSession(trx, session.id, options);
     // Gone meanwhile: whatever ended it first recorded the ending.
     if (!ended) return;
-    recordSessionEnded(audit, afterCommit, ended, 'limit');
+    await recordSessionEnded(audit, trx, afterCommit, ended, 'limit');
   }
 
   return {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/create-database.js';
-import { inTransaction } from '../db/transaction.js';
+import { inTransaction, type AfterCommit } from '../db/transaction.js';
 import { AppError } from '../errors/app-error.js';
 import { challenges } from '../errors/www-authenticate.js';
 import { newId, newToken, sha256Hex } from '../crypto/random.js';
@@ -165,8 +165,14 @@ export function createSessionService({
       facts: NewSessionFacts,
       sessions: SessionLimit,
     ): Promise<{ session: ApiSession; token: string }> {
-      if (facts.mfaRequired || sessions.max === 0) return create(facts);
-      return limit.admit(facts.identityId, (trx) => create(facts, trx));
+      // The login's audit events (held by the request, services/audit-trail.ts) commit with its session.
+      const work = async (trx: Knex.Transaction, afterCommit: AfterCommit) => {
+        const opened = await create(facts, trx);
+        await audit.storeHeld(trx, afterCommit);
+        return opened;
+      };
+      if (facts.mfaRequired || sessions.max === 0) return inTransaction(db, work);
+      return limit.admit(facts.identityId, work);
     },
 
     /** The live session for a token, its expiry slid forward; 401 with the svc-session challenge otherwise. */
@@ -198,16 +204,23 @@ export function createSessionService({
       forget(sessionId);
       await inTransaction(db, async (trx, afterCommit) => {
         const ended = await revocations.revokeApiSession(trx, sessionId, { afterCommit, cause: 'logout' });
-        if (ended) recordSessionEnded(audit, afterCommit, ended, 'logout');
+        if (ended) await recordSessionEnded(audit, trx, afterCommit, ended, 'logout');
       });
     },
 
     /** The MFA step is done: the session now counts, under the limit of its identity's policy. */
     async completeMfa(sessionId: string, identityId: string, amr: string[]): Promise<ApiSession | undefined> {
       forget(sessionId);
-      return limit.admit(identityId, (trx) => apiSessionsRepository.completeMfa(trx, sessionId, amr), {
-        excluding: sessionId,
-      });
+      return limit.admit(
+        identityId,
+        async (trx, afterCommit) => {
+          const completed = await apiSessionsRepository.completeMfa(trx, sessionId, amr);
+          // The second factor's success event (held by the request) commits with the step.
+          await audit.storeHeld(trx, afterCommit);
+          return completed;
+        },
+        { excluding: sessionId },
+      );
     },
 
     forget,

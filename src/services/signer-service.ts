@@ -107,7 +107,7 @@ export function createSignerService({ knex, audit = NO_AUDIT, now = () => new Da
       const next = checkKeySource(build(current), now());
       checkName('name', next.name, current.name);
       await externalJwtSignersRepository.update(trx, id, next);
-      audit.recordAfterCommit(afterCommit, { event: 'signer.updated', signerId: id, enabled: next.enabled });
+      await audit.store(trx, afterCommit, { event: 'signer.updated', signerId: id, enabled: next.enabled });
     });
   }
 
@@ -128,7 +128,7 @@ export function createSignerService({ knex, audit = NO_AUDIT, now = () => new Da
       checkName('name', signer.name);
       await inTransaction(knex, async (trx, afterCommit) => {
         await externalJwtSignersRepository.insert(trx, id, signer);
-        audit.recordAfterCommit(afterCommit, {
+        await audit.store(trx, afterCommit, {
           event: 'signer.created',
           signerId: id,
           issuer: signer.issuer,
@@ -149,7 +149,7 @@ export function createSignerService({ knex, audit = NO_AUDIT, now = () => new Da
           if (!(await externalJwtSignersRepository.findById(trx, id))) throw notFound();
           if (await authPoliciesRepository.usesSigner(trx, id)) throw inUse();
           await externalJwtSignersRepository.delete(trx, id);
-          audit.recordAfterCommit(afterCommit, { event: 'signer.deleted', signerId: id });
+          await audit.store(trx, afterCommit, { event: 'signer.deleted', signerId: id });
         },
         { removes: true },
       );

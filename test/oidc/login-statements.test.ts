@@ -53,8 +53,10 @@ describe('password login: SQL statements of the whole flow', () => {
     );
     // Counted before the hash, released after it.
     expect(count(sql, /"login_failures"|login_failures /)).toBe(2);
-    // The API session and the grant's login facts are one statement.
+    // The API session, the grant's login facts and the login's audit event are one statement.
     expect(count(sql, /"api_sessions"/)).toBe(1);
+    expect(sql.find((s) => /"api_sessions"/.test(s))).toMatch(/insert into "audit_events"/);
+    expect(count(sql, /"audit_events"/)).toBe(1);
     expect(count(sql, /^(BEGIN|COMMIT)/i)).toBe(0);
 
     // One joined read of the code, its grant, login facts, API session and identity; the consume;

@@ -25,8 +25,12 @@ describe('the passkey service (registration and the assertions the login relies 
   const events: AuditEvent[] = [];
   const audit: AuditTrail = {
     record: (e) => void events.push(e),
-    recordAfterCommit: (afterCommit, e) => afterCommit(() => void events.push(e)),
     store: async (_trx, afterCommit, e) => afterCommit(() => void events.push(e)),
+    storeAlone: async (e) => void events.push(e),
+    storeAttempt: async (e) => void events.push(e),
+    hold: async (e) => void events.push(e),
+    takeHeld: () => ({ rows: [], logged: () => undefined }),
+    storeHeld: async () => undefined,
     subscribe: () => () => undefined,
   };
 

@@ -295,11 +295,13 @@ describe('session limit of auth policies', () => {
       expect(first.sql.filter((s) => /pg_advisory_xact_lock/.test(s))).toHaveLength(1);
 
       // The second evicts the first: finds its grant, deletes the grant's tokens and facts, the
-      // Grant itself, its session, and records the revocation: 5 more.
+      // Grant itself, its session, records the revocation, and stores its two audit events
+      // (revocation.published, session.ended) in the same transaction: 7 more.
       const second = await loginStatements(user);
       expect(second.res.status).toBe(303);
       expect(second.sql.length).toBeGreaterThan(16);
-      expect(second.sql.length).toBeLessThanOrEqual(21);
+      expect(second.sql.length).toBeLessThanOrEqual(23);
+      expect(second.sql.filter((s) => /insert into "audit_events"/.test(s))).toHaveLength(3);
     });
   });
 });

@@ -214,5 +214,12 @@ describe('the refresh grant of an identity whose policy requires a secondary ext
     expect(own).toHaveLength(3);
     expect(own[1]).toMatch(/^WITH consumed AS \(\s*UPDATE oidc_payloads SET consumed_at/);
     expect(own[2]).toMatch(/insert into "oidc_payloads"/);
+    // Its `auth.second-factor` event is stored by the consume, in the same statement.
+    expect(own[1]).toMatch(/insert into "audit_events"/);
+    const stored = await server.app
+      .knex('audit_events')
+      .where({ event: 'auth.second-factor', request_id: result.header('request-id') });
+    expect(stored).toHaveLength(1);
+    expect(stored[0].details).toMatchObject({ method: 'ext-jwt', grantType: 'refresh_token' });
   });
 });

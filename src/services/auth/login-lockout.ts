@@ -3,6 +3,7 @@ import { inTransaction } from '../../db/transaction.js';
 import { identitiesRepository, type Identity } from '../../repositories/identities-repository.js';
 import type { AuthPolicy } from '../../repositories/auth-policies-repository.js';
 import { loginFailuresRepository } from '../../repositories/login-failures-repository.js';
+import { NO_AUDIT, type AuditTrail } from '../audit-trail.js';
 import type { RevocationService } from '../revocation-service.js';
 import { clientAddressKey } from './client-address-key.js';
 import { isDisabled } from './identity-status.js';
@@ -17,6 +18,8 @@ export const HOURLY_FAILURE_CEILING = 100;
 export interface LoginLockoutDeps {
   knex: Knex;
   revocations: RevocationService;
+  /** The `auth.login` lockout is stored in the transaction that locks the identity. */
+  audit?: AuditTrail;
   now?: () => Date;
 }
 
@@ -38,7 +41,12 @@ export interface LoginAttempt {
  * before the (slow) password check: with maxAttempts 5, twenty parallel guesses test at most five
  * passwords. Locking disables the identity, which ends its sessions like an admin's disable.
  */
-export function createLoginLockout({ knex, revocations, now = () => new Date() }: LoginLockoutDeps) {
+export function createLoginLockout({
+  knex,
+  revocations,
+  audit = NO_AUDIT,
+  now = () => new Date(),
+}: LoginLockoutDeps) {
   return {
     async begin(identityId: string, policy: AuthPolicy, remoteAddress: string): Promise<LoginAttempt> {
       const addressKey = clientAddressKey(remoteAddress);
@@ -57,13 +65,15 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
      * A failed or refused attempt stays counted. An identity already locked or disabled gains no
      * new run. Any attempt that reaches `maxAttempts` may lock, but only the first of them does
      * (under the identity's row lock, one atomic statement ends the run), so parallel failures
-     * lock once. True when this attempt locked it.
+     * lock once. True when this attempt locked it: its `auth.login` lockout event (with `reason`)
+     * is then stored in the transaction that locked it.
      */
     async fail(
       identity: Identity,
       policy: AuthPolicy,
       attempt: LoginAttempt,
       locked: boolean,
+      reason: string,
     ): Promise<boolean> {
       if (locked) {
         await loginFailuresRepository.releaseConsecutive(knex, identity.id);
@@ -85,6 +95,10 @@ export function createLoginLockout({ knex, revocations, now = () => new Date() }
           afterCommit,
           cause: 'lockout',
         });
+        await audit.storeAttempt(
+          { event: 'auth.login', method: 'password', outcome: 'lockout', reason, identityId: identity.id },
+          { trx, afterCommit },
+        );
         return true;
       });
     },

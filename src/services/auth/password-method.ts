@@ -78,11 +78,17 @@ export function createPasswordMethod({
       await lockout.succeed(attempt);
       return { identity: current, policy, amr: ['pwd'], isCertExtendable: false };
     }
-    const lockedNow = await lockout.fail(identity, policy, attempt, locked);
+    const reason = locked
+      ? 'identity-disabled-or-locked'
+      : attempt.refused
+        ? 'attempt-limit'
+        : 'wrong-password';
+    const lockedNow = await lockout.fail(identity, policy, attempt, locked, reason);
+    // A lockout's event was stored by the transaction that locked the identity.
     throw loginRefused({
-      reason: locked ? 'identity-disabled-or-locked' : attempt.refused ? 'attempt-limit' : 'wrong-password',
+      reason,
       identityId: identity.id,
-      ...(lockedNow && { lockout: true }),
+      ...(lockedNow && { lockout: true, audited: true }),
     });
   };
 }

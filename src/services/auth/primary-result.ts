@@ -24,6 +24,8 @@ export interface LoginRefusal {
   identityId?: string;
   /** This refusal locked the identity (its policy's `maxAttempts` reached). */
   lockout?: boolean;
+  /** Its `auth.login` event was stored already, with the write that refused it (the lock). */
+  audited?: boolean;
 }
 
 /** The one 401 of every refused primary login, whatever the reason. */

@@ -122,7 +122,7 @@ export function createKeyService(deps: KeyServiceDeps) {
         await signingKeysRepository.retireUnretired(trx, made.signsFrom);
         await signingKeysRepository.insert(trx, made);
         await signingKeysRepository.deleteRetiredBefore(trx, new Date(at.getTime() - lifetimeMs));
-        (deps.audit ?? NO_AUDIT).recordAfterCommit(afterCommit, {
+        await (deps.audit ?? NO_AUDIT).store(trx, afterCommit, {
           event: 'key.rotated',
           kid: made.kid,
           alg: made.alg,

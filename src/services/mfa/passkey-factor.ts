@@ -67,10 +67,11 @@ export function createPasskeyFactor({
         });
         if (!verified)
           throw new AppError(invalid, { message: 'the passkey was not accepted', detail: refusal });
-        audit.record({ event: 'auth.second-factor', method: 'passkey', outcome: 'success', identityId });
+        // Stored with the write the login makes on this request (audit-trail.ts `hold`).
+        await audit.hold({ event: 'auth.second-factor', method: 'passkey', outcome: 'success', identityId });
       } catch (err) {
         if (isAppError(err)) {
-          audit.record({
+          await audit.storeAttempt({
             event: 'auth.second-factor',
             method: 'passkey',
             outcome: err.code === 'RATE_LIMITED' ? 'lockout' : 'failure',

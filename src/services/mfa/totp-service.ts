@@ -105,26 +105,34 @@ export function createTotpService({
     return used ? ('recovery' as const) : undefined;
   }
 
-  /** One `auth.second-factor` event per code checked: success, failure, or refused by the limit. */
+  /**
+   * One `auth.second-factor` event per code checked: a success is held for the write the request
+   * makes with it (a login's session, the removal of the configuration; audit-trail.ts `hold`),
+   * unless `check` stored it itself (`stored`); a failure or a refusal by the limit is counted in
+   * its row of the minute.
+   */
   async function audited<T>(
     identityId: string,
     extra: object,
     check: () => Promise<T>,
-    method: (r: T) => string,
+    method: (r: T) => string | undefined,
   ) {
     try {
       const result = await check();
-      audit.record({
-        event: 'auth.second-factor',
-        method: method(result),
-        outcome: 'success',
-        identityId,
-        ...extra,
-      });
+      const name = method(result);
+      if (name !== undefined) {
+        await audit.hold({
+          event: 'auth.second-factor',
+          method: name,
+          outcome: 'success',
+          identityId,
+          ...extra,
+        });
+      }
       return result;
     } catch (err) {
       if (isAppError(err) && err.code !== 'NOT_FOUND') {
-        audit.record({
+        await audit.storeAttempt({
           event: 'auth.second-factor',
           method: 'totp',
           outcome: err.code === 'RATE_LIMITED' ? 'lockout' : 'failure',
@@ -213,11 +221,12 @@ export function createTotpService({
    * someone else than the one guessing against it, and a verified one completes a login.
    */
   function verifyEnrollment(identityId: string, code: string, reach?: EnrollmentReach): Promise<void> {
+    // A verified code stores its success itself, with the configuration it verifies.
     return audited(
       identityId,
       { enrollment: true },
       () => checkEnrollment(identityId, code, reach),
-      () => 'totp',
+      () => undefined,
     );
   }
 
@@ -232,6 +241,13 @@ export function createTotpService({
       const verified = await mfaTotpRepository.markVerified(trx, identityId, step, now(), config.secretEnc);
       if (!verified) throw invalid('MFA_INVALID_TOKEN', 'enrollment changed or code replayed');
       await changes?.identityChanged(trx, afterCommit, identityId);
+      await audit.store(trx, afterCommit, {
+        event: 'auth.second-factor',
+        method: 'totp',
+        outcome: 'success',
+        identityId,
+        enrollment: true,
+      });
     });
   }
 
@@ -259,7 +275,9 @@ export function createTotpService({
       await mfaTotpRepository.delete(trx, identityId);
       await mfaRecoveryCodesRepository.deleteAll(trx, identityId);
       await changes?.identityChanged(trx, afterCommit, identityId);
-      audit.recordAfterCommit(afterCommit, { event: 'mfa.removed', identityId });
+      // The code's success event (held by `verifyLoginCode`) joins the change it allowed.
+      await audit.storeHeld(trx, afterCommit);
+      await audit.store(trx, afterCommit, { event: 'mfa.removed', identityId });
     });
   }
 
@@ -269,9 +287,11 @@ export function createTotpService({
     if (!config?.isVerified) throw notFound('no verified TOTP configuration');
     await verifyLoginCode(identityId, code);
     const { codes, hashes } = await freshRecoveryCodes(identityId);
-    await inTransaction(knex, async (trx) => {
+    await inTransaction(knex, async (trx, afterCommit) => {
       if (!(await mfaTotpRepository.find(trx, identityId))) throw notFound('no verified TOTP configuration');
       await mfaRecoveryCodesRepository.replace(trx, identityId, hashes);
+      // The code's success event (held by `verifyLoginCode`) joins the change it allowed.
+      await audit.storeHeld(trx, afterCommit);
     });
     return codes;
   }

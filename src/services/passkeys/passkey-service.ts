@@ -227,12 +227,11 @@ export function createPasskeyService({
     opts: RegistrationScope = {},
   ): Promise<PasskeyView> {
     try {
-      const view = await registerChecked(identityId, c, site, input, opts);
-      audit.record({ event: 'passkey.registered', identityId, passkeyId: view.id, rpId: site.rpId });
-      return view;
+      return await registerChecked(identityId, c, site, input, opts);
     } catch (err) {
       if (err instanceof AppError && err.code === 'PASSKEY_REGISTRATION_FAILED') {
-        audit.record({
+        // No write comes with a refused registration: the event is a statement of its own.
+        await audit.storeAlone({
           event: 'passkey.registration-failed',
           identityId,
           // The logged detail names a reason the client is not told (another identity's credential).
@@ -313,6 +312,12 @@ export function createPasskeyService({
             now(),
           );
           await changes?.identityChanged(trx, afterCommit, identityId);
+          await audit.store(trx, afterCommit, {
+            event: 'passkey.registered',
+            identityId,
+            passkeyId: passkey.id,
+            rpId: site.rpId,
+          });
           return passkey;
         }),
       ),
@@ -348,9 +353,12 @@ export function createPasskeyService({
   }
 
   async function rename(identityId: string, passkeyId: string, name: string): Promise<PasskeyView> {
-    const renamed = await passkeysRepository.rename(knex, identityId, passkeyId, name);
-    if (!renamed) throw notFound();
-    audit.record({ event: 'passkey.renamed', identityId, passkeyId });
+    const renamed = await inTransaction(knex, async (trx, afterCommit) => {
+      const row = await passkeysRepository.rename(trx, identityId, passkeyId, name);
+      if (!row) throw notFound();
+      await audit.store(trx, afterCommit, { event: 'passkey.renamed', identityId, passkeyId });
+      return row;
+    });
     return passkeyView(renamed);
   }
 
@@ -363,7 +371,7 @@ export function createPasskeyService({
       const removed = await passkeysRepository.delete(trx, passkeyId, identityId);
       if (!removed) throw notFound();
       await changes?.identityChanged(trx, afterCommit, identityId);
-      audit.recordAfterCommit(afterCommit, {
+      await audit.store(trx, afterCommit, {
         event: 'passkey.removed',
         identityId,
         passkeyId,
@@ -461,7 +469,8 @@ export function createPasskeyService({
     if (!used) {
       // A counter that did not grow: a copy of the authenticator, or one response replayed in
       // parallel (the challenge makes the second impossible). Either way the passkey is suspect.
-      audit.record({
+      // The refused assertion writes nothing (recordUse changed no row): a statement of its own.
+      await audit.storeAlone({
         event: 'passkey.clone-suspected',
         purpose: p.purpose,
         identityId: passkey.identityId,
