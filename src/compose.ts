@@ -35,6 +35,7 @@ import { createPasskeyFactor } from './services/mfa/passkey-factor.js';
 import { createSignerCache } from './services/auth/signer-cache.js';
 import { createAccountSessionService } from './services/account/account-session-service.js';
 import { createAuditTrail } from './services/audit-trail.js';
+import { createAuditEventQuery } from './services/audit-event-query.js';
 import { createApiSessionEnding } from './services/api-session-ending.js';
 import { createAuthenticatorService } from './services/authenticator-service.js';
 import { createCaService } from './services/ca-service.js';
@@ -376,6 +377,7 @@ function createRouteDeps(
     // Built here: an OIDC session's grant rows are the OIDC part's to end.
     apiSessionEnding,
     accountSessions,
+    auditEvents: createAuditEventQuery({ knex: database.knex }),
   };
 }
 
@@ -392,7 +394,9 @@ export async function compose(deps: ComposeDeps) {
   const services = await createDomainServices(deps);
   const oidcPart = deps.config.edge ? await createOidcPart(deps, services) : undefined;
   const routers = oidcPart ? edgeRoutersOf(createRouteDeps(deps, services, oidcPart)) : undefined;
-  const stopJanitor = startJanitor(knex, deps.logger, instanceLockFor(deps.database, 'janitor'));
+  const stopJanitor = startJanitor(knex, deps.logger, instanceLockFor(deps.database, 'janitor'), {
+    auditEventsSeconds: deps.config.audit.retention,
+  });
 
   return {
     /** Security events: logged one line each, and observable in-process (metrics). */

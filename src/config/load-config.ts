@@ -74,6 +74,7 @@ const SCALAR_PATHS = [
   'pki.trustDomain',
   'webauthn.rpId',
   'webauthn.origins',
+  'audit.retention',
 ];
 
 export const envNameOf = (path: string) =>

@@ -1,4 +1,9 @@
 import { z } from 'zod';
+import {
+  auditEventViewSchema,
+  cursorListMetaSchema,
+  cursorPaginationSchema,
+} from '../schemas/audit-event-views.js';
 import { blockedCertificateViewSchema, caViewSchema } from '../schemas/ca-views.js';
 import {
   authenticatorViewSchema,
@@ -75,6 +80,9 @@ const views: Record<string, z.ZodType> = {
   PasskeyRequestOptions: passkeyRequestOptionsSchema,
   PasskeyCeremony: passkeyCeremonySchema,
   PasskeyAssertionOptions: passkeyAssertionOptionsSchema,
+  AuditEvent: auditEventViewSchema,
+  CursorPagination: cursorPaginationSchema,
+  CursorListMeta: cursorListMetaSchema,
 };
 
 /**

@@ -16,6 +16,7 @@ import { keyRoutes } from './key-routes.js';
 import { specRoutes } from './spec-routes.js';
 import { apiSessionRoutes, ownApiSessionRoutes } from './api-session-routes.js';
 import { apiSessionEndingRoutes, ownApiSessionEndingRoutes } from './api-session-ending-routes.js';
+import { auditEventRoutes } from './audit-event-routes.js';
 
 /** The edge-client and edge-management routers (`/edge/{client,management}/v1`). */
 export function edgeRouters(deps: RouteDeps): { client: Router; management: Router } {
@@ -47,6 +48,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   signerRoutes(management, deps);
   caRoutes(management, deps);
   keyRoutes(management, deps);
+  auditEventRoutes(management, deps);
   specRoutes(management, 'management');
   return { client, management };
 }

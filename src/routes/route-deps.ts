@@ -22,6 +22,7 @@ import type { AuditTrail } from '../services/audit-trail.js';
 import type { ApiSessionView } from '../services/api-session-view.js';
 import type { ApiSessionEnding } from '../services/api-session-ending.js';
 import type { AccountSessionService } from '../services/account/account-session-service.js';
+import type { AuditEventQuery } from '../services/audit-event-query.js';
 import type { UserCodeThrottle } from './user-code-throttle.js';
 
 /**
@@ -75,4 +76,6 @@ export interface RouteDeps {
   apiSessionEnding: ApiSessionEnding;
   /** The account page's own sessions (`/account/`). */
   accountSessions: AccountSessionService;
+  /** The stored audit trail, newest first or followed after a cursor. */
+  auditEvents: AuditEventQuery;
 }
