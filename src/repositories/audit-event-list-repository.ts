@@ -140,7 +140,4 @@ export const auditEventListRepository = {
     const probe = await run(db, query, 'probe');
     return probe.full ? probe : run(db, query, 'range');
   },
-
-  /** The head of the trail now: the oldest transaction still running. */
-  head: readHead,
 };
