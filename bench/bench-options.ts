@@ -6,7 +6,7 @@ export interface BenchOptions {
    */
   smoke: boolean;
   postgres: boolean;
-  /** Scale mode: latencies at 1,000 and at 1,000,000 identities instead of the pairs. */
+  /** Scale mode: latencies at 1,000 and at 1,000,000 identities (and audit events) instead of the pairs. */
   scale: boolean;
   pairs: number;
   only: Set<string>;
@@ -27,7 +27,8 @@ export const USAGE = `npm run bench -- [options]
                      default: the embedded database, no (c)
   --scale            seeds 1,000,000 identities (SVC_BENCH_SCALE_ROWS overrides) on PostgreSQL and
                      prints p50 of login, current-identity and the identity list at 1,000 and at
-                     that size, side by side (implies --pg)
+                     that size, side by side; likewise the audit event list (every indexed filter,
+                     a follower's poll) at 1,000 and that many events, with PASS/FAIL (implies --pg)
   --pairs N          interleaved pairs per scenario (default 5; fewer cannot tell noise from a difference)
   --only LIST        comma-separated subset of bearer,current-identity,legacy,login,refresh
   --log-level LEVEL  the service's LOG_LEVEL (default warn: no per-request log line)

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { createBenchClient, type BenchClient } from './load/http-client.js';
 import { passwordLogin } from './load/oidc-flow.js';
 import { median } from './stats.js';
+import { AUDIT_TARGET, auditMeasures, meetsAuditTarget, seedAuditEvents } from './scale-audit.js';
 import { ADMIN } from './targets/controller-target.js';
 import type { BenchUser } from './targets/target.js';
 
@@ -11,7 +12,8 @@ import type { BenchUser } from './targets/target.js';
  * The extra identities are inserted in SQL (one `INSERT … SELECT generate_series` per batch), each
  * with a password authenticator carrying one hash made by the service itself, so no Argon2id runs
  * per row. Latencies are of sequential requests on one connection: the question is how a request
- * grows with the table, not throughput.
+ * grows with the table, not throughput. The audit event list is measured the same way at 1,000 and
+ * at that many stored events (bench/scale-audit.ts), each with a target.
  */
 
 export const SMALL_ROWS = 1000;
@@ -28,6 +30,8 @@ export interface ScaleRow {
   title: string;
   smallMs: number;
   largeMs: number;
+  /** Judged against AUDIT_TARGET (the audit event list). */
+  judged?: boolean;
 }
 
 /** The number of identities of the large run: 1,000,000 unless SVC_BENCH_SCALE_ROWS says otherwise. */
@@ -136,6 +140,11 @@ export async function runScale(
     const session = (JSON.parse(login.text) as { data: { token: string } }).data.token;
     const bearer = (await passwordLogin(client, user)).accessToken;
     const all = measures(client, user, bearer, session);
+    const getBody = async (path: string) => {
+      const res = await client.get(path, { 'svc-session': session });
+      if (res.status !== 200) throw new Error(`GET ${path}: HTTP ${res.status} ${res.text.slice(0, 200)}`);
+      return res.text;
+    };
 
     progress(`growing to ${SMALL_ROWS.toLocaleString('en')} identities`);
     await growTo(db, SMALL_ROWS, progress);
@@ -143,6 +152,13 @@ export async function runScale(
     for (const m of all) {
       progress(`  ${m.title}`);
       small.push(await sample(m));
+    }
+    progress(`seeding ${SMALL_ROWS.toLocaleString('en')} audit events`);
+    await seedAuditEvents(db, SMALL_ROWS, progress);
+    const smallAudit: number[] = [];
+    for (const m of auditMeasures(getBody)) {
+      progress(`  ${m.title}`);
+      smallAudit.push(await sample(m));
     }
     progress(
       `growing to ${large.toLocaleString('en')} identities (batches of ${BATCH_ROWS.toLocaleString('en')})`,
@@ -154,6 +170,14 @@ export async function runScale(
     for (const [i, m] of all.entries()) {
       progress(`  ${m.title}`);
       rows.push({ title: m.title, smallMs: small[i]!, largeMs: await sample(m) });
+    }
+    progress(`seeding ${large.toLocaleString('en')} audit events`);
+    const seeding = performance.now();
+    await seedAuditEvents(db, large, progress);
+    progress(`  seeded in ${((performance.now() - seeding) / 1000).toFixed(0)} s`);
+    for (const [i, m] of auditMeasures(getBody).entries()) {
+      progress(`  ${m.title}`);
+      rows.push({ title: m.title, smallMs: smallAudit[i]!, largeMs: await sample(m), judged: true });
     }
     return rows;
   } finally {
@@ -168,12 +192,18 @@ export function formatScale(rows: ScaleRow[], large: number): string {
     `p50 @ ${SMALL_ROWS.toLocaleString('en')}`,
     `p50 @ ${large.toLocaleString('en')}`,
     'ratio',
+    'target',
   ];
   const body = rows.map((r) => [
     r.title,
     `${r.smallMs.toFixed(2)} ms`,
     `${r.largeMs.toFixed(2)} ms`,
     `${(r.largeMs / r.smallMs).toFixed(2)}×`,
+    r.judged ? (meetsAuditTarget(r.smallMs, r.largeMs) ? 'PASS' : 'FAIL') : '—',
   ]);
-  return [head, head.map(() => '---'), ...body].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+  const table = [head, head.map(() => '---'), ...body].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+  return (
+    `${table}\n\nTarget of the audit event rows: p50 at ${large.toLocaleString('en')} events within ` +
+    `${AUDIT_TARGET.ratio}× of p50 at ${SMALL_ROWS.toLocaleString('en')}, or under ${AUDIT_TARGET.floorMs} ms.`
+  );
 }

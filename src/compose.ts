@@ -35,6 +35,7 @@ import { createPasskeyFactor } from './services/mfa/passkey-factor.js';
 import { createSignerCache } from './services/auth/signer-cache.js';
 import { createAccountSessionService } from './services/account/account-session-service.js';
 import { createAuditTrail } from './services/audit-trail.js';
+import { createAuditEventQuery } from './services/audit-event-query.js';
 import { createApiSessionEnding } from './services/api-session-ending.js';
 import { createAuthenticatorService } from './services/authenticator-service.js';
 import { createCaService } from './services/ca-service.js';
@@ -421,6 +422,7 @@ function createRouteDeps(
     accountSessions,
     webhooks: services.webhooks,
     webhookDeliveries: services.webhookDeliveries,
+    auditEvents: createAuditEventQuery({ knex: database.knex }),
   };
 }
 
@@ -437,8 +439,10 @@ export async function compose(deps: ComposeDeps) {
   const services = await createDomainServices(deps);
   const oidcPart = deps.config.edge ? await createOidcPart(deps, services) : undefined;
   const routers = oidcPart ? edgeRoutersOf(createRouteDeps(deps, services, oidcPart)) : undefined;
-  const stopJanitor = startJanitor(knex, deps.logger, instanceLockFor(deps.database, 'janitor'));
   const stopWebhooks = startWebhooks(deps, services.audit);
+  const stopJanitor = startJanitor(knex, deps.logger, instanceLockFor(deps.database, 'janitor'), {
+    auditEventsSeconds: deps.config.audit.retention,
+  });
 
   return {
     /** Security events: logged one line each, and observable in-process (metrics). */

@@ -89,8 +89,10 @@ export async function startStatementCounter(upstream: {
   let control = 0;
   let background = 0;
   const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const db = connect(upstream.port, upstream.host);
+  // noDelay on both sides, as the PostgreSQL client and server set it: with Nagle's algorithm the
+  // tail of a result larger than a segment waits for the delayed ACK of the rest (40 ms on Linux).
+  const server: Server = createServer({ noDelay: true }, (client) => {
+    const db = connect({ port: upstream.port, host: upstream.host, noDelay: true });
     sockets.add(client).add(db);
     const count = messageCounter((kind) => {
       statements++;

@@ -4,6 +4,7 @@ import { outputWidth, processIo, type CliIo } from './cli-io.js';
 import type { CommandSpec, OptionValues, OptionsConfig } from './command-spec.js';
 import { apiSessionListCommands } from './api-session-list-commands.js';
 import { apiSessionEndingCommands } from './api-session-ending-commands.js';
+import { auditEventCommands } from './audit-event-commands.js';
 import { blockedCertificateCommands } from './blocked-certificate-commands.js';
 import { completionCommand } from './completion-command.js';
 import { controllerCommands } from './controller-commands.js';
@@ -23,6 +24,7 @@ export const commands: CommandSpec[] = [
   ...identityCommands,
   ...apiSessionListCommands,
   ...apiSessionEndingCommands,
+  ...auditEventCommands,
   ...enrollmentCommands,
   ...blockedCertificateCommands,
   ...webhookCommands,

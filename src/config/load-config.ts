@@ -82,6 +82,7 @@ const SCALAR_PATHS = [
   'webauthn.origins',
   'webhooks.allowPrivateTargets',
   'webhooks.ca',
+  'audit.retention',
 ];
 
 export const envNameOf = (path: string) =>

@@ -1,4 +1,5 @@
 import { managementApiSessionEndingRoutes } from './api-session-ending-paths.js';
+import { auditEventRoutes } from './audit-event-paths.js';
 import { listEnvelope } from './components.js';
 import { admin, crud, type Extra } from './crud-routes.js';
 import { ref, type JsonSchema } from './json-schema.js';
@@ -340,7 +341,7 @@ export function managementSpec(): JsonSchema {
       title: 'svc edge management API',
       description:
         'Identities, their API sessions, enrollments, authenticators, auth policies, external JWT signers, ' +
-        'CAs and signing keys; every operation but login needs an admin (403 otherwise).',
+        'CAs, signing keys and the stored audit trail; every operation but login needs an admin (403 otherwise).',
       basePath: '/edge/management/v1',
     },
     [
@@ -353,6 +354,7 @@ export function managementSpec(): JsonSchema {
       ...policySignerCaRoutes(),
       ...keyRoutes,
       ...webhookRoutes(),
+      ...auditEventRoutes(),
     ],
   );
 }

@@ -1,4 +1,9 @@
 import { z } from 'zod';
+import {
+  auditEventViewSchema,
+  cursorListMetaSchema,
+  cursorPaginationSchema,
+} from '../schemas/audit-event-views.js';
 import { blockedCertificateViewSchema, caViewSchema } from '../schemas/ca-views.js';
 import {
   authenticatorViewSchema,
@@ -89,6 +94,9 @@ const views: Record<string, z.ZodType> = {
   WebhookDelivery: webhookDeliverySchema,
   WebhookDeliveryAttempt: webhookDeliveryAttemptSchema,
   WebhookDeliveryListMeta: webhookDeliveryListMetaSchema,
+  AuditEvent: auditEventViewSchema,
+  CursorPagination: cursorPaginationSchema,
+  CursorListMeta: cursorListMetaSchema,
 };
 
 /**

@@ -17,6 +17,7 @@ import { specRoutes } from './spec-routes.js';
 import { apiSessionRoutes, ownApiSessionRoutes } from './api-session-routes.js';
 import { apiSessionEndingRoutes, ownApiSessionEndingRoutes } from './api-session-ending-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
+import { auditEventRoutes } from './audit-event-routes.js';
 
 /** The edge-client and edge-management routers (`/edge/{client,management}/v1`). */
 export function edgeRouters(deps: RouteDeps): { client: Router; management: Router } {
@@ -49,6 +50,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   caRoutes(management, deps);
   keyRoutes(management, deps);
   webhookRoutes(management, deps);
+  auditEventRoutes(management, deps);
   specRoutes(management, 'management');
   return { client, management };
 }

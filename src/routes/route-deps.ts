@@ -22,6 +22,7 @@ import type { AuditTrail } from '../services/audit-trail.js';
 import type { ApiSessionView } from '../services/api-session-view.js';
 import type { ApiSessionEnding } from '../services/api-session-ending.js';
 import type { AccountSessionService } from '../services/account/account-session-service.js';
+import type { AuditEventQuery } from '../services/audit-event-query.js';
 import type { UserCodeThrottle } from './user-code-throttle.js';
 import type { WebhookService } from '../services/webhooks/webhook-service.js';
 import type { WebhookDeliveryAdmin } from '../services/webhooks/webhook-delivery-admin.js';
@@ -80,4 +81,6 @@ export interface RouteDeps {
   /** Webhooks (admins): their subscriptions and secrets, and what an admin sees of their deliveries. */
   webhooks: WebhookService;
   webhookDeliveries: WebhookDeliveryAdmin;
+  /** The stored audit trail, newest first or followed after a cursor. */
+  auditEvents: AuditEventQuery;
 }

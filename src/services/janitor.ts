@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { ifInstanceLockFree, type InstanceLock } from '../db/instance-lock.js';
 import { accountSessionsRepository } from '../repositories/account-sessions-repository.js';
+import { auditRetentionRepository } from '../repositories/audit-retention-repository.js';
 import { apiSessionsRepository } from '../repositories/api-sessions-repository.js';
 import { revocationsRepository } from '../repositories/revocations-repository.js';
 import { loginFailuresRepository } from '../repositories/login-failures-repository.js';
@@ -75,12 +76,34 @@ export function runJanitor(
   };
 }
 
+/** How long stored audit events are kept: `audit.retention`, in seconds (90 days by default). */
+export interface TrailRetention {
+  auditEventsSeconds: number;
+}
+
+/** The default of `audit.retention` (src/config/config-schema.ts). */
+export const DEFAULT_TRAIL_RETENTION: TrailRetention = { auditEventsSeconds: 90 * 86_400 };
+
+/** Webhook deliveries (and their attempts) are kept 30 days, whatever their state. */
+export const WEBHOOK_DELIVERY_RETENTION_MS = 30 * 86_400_000;
+
 /**
  * Deletes expired API sessions, revocations, ended failure windows, passkey challenges never
- * answered and account page sessions, one instance at a time.
+ * answered, account page sessions, audit events past their retention and old webhook deliveries,
+ * one instance at a time.
  */
-export function startJanitor(knex: Knex, logger: Logger, lock: InstanceLock): () => Promise<void> {
-  return runJanitor((signal) => deleteExpiredRows(knex, new Date(), signal), lock, logger, 'expired rows');
+export function startJanitor(
+  knex: Knex,
+  logger: Logger,
+  lock: InstanceLock,
+  retention: TrailRetention,
+): () => Promise<void> {
+  return runJanitor(
+    (signal) => deleteExpiredRows(knex, new Date(), signal, retention),
+    lock,
+    logger,
+    'expired rows',
+  );
 }
 
 /** One janitor pass (without the lock). */
@@ -88,6 +111,7 @@ export async function deleteExpiredRows(
   knex: Knex,
   now: Date,
   signal?: AbortSignal,
+  retention: TrailRetention = DEFAULT_TRAIL_RETENTION,
 ): Promise<{
   sessions: number;
   revocations: number;
@@ -95,8 +119,12 @@ export async function deleteExpiredRows(
   totpWindows: number;
   webauthnChallenges: number;
   accountSessions: number;
+  auditEvents: number;
+  webhookDeliveries: number;
 }> {
   const totpBefore = new Date(now.getTime() - TOTP_FAILURE_WINDOW_MS);
+  const eventsBefore = new Date(now.getTime() - retention.auditEventsSeconds * 1000);
+  const deliveriesBefore = new Date(now.getTime() - WEBHOOK_DELIVERY_RETENTION_MS);
   return {
     sessions: await drainExpired((limit) => apiSessionsRepository.deleteExpired(knex, now, limit), signal),
     revocations: await drainExpired((limit) => revocationsRepository.deleteExpired(knex, now, limit), signal),
@@ -114,6 +142,14 @@ export async function deleteExpiredRows(
     ),
     accountSessions: await drainExpired(
       (limit) => accountSessionsRepository.deleteExpired(knex, now, limit),
+      signal,
+    ),
+    auditEvents: await drainExpired(
+      (limit) => auditRetentionRepository.deleteEventsBefore(knex, eventsBefore, limit),
+      signal,
+    ),
+    webhookDeliveries: await drainExpired(
+      (limit) => auditRetentionRepository.deleteDeliveriesBefore(knex, deliveriesBefore, limit),
       signal,
     ),
   };

@@ -554,6 +554,14 @@ describe('real responses of every documented operation validate against the gene
     await m('DELETE', '/webhooks/{id}', { url: item, status: 200 });
   });
 
+  test('stored audit events: a page newest first, following after a cursor, a refused offset', async () => {
+    const m = (o: Omit<Call, 'token'>) => call('management', 'GET', '/audit-events', { token: admin, ...o });
+    const page = await m({ url: '/audit-events?limit=2', status: 200 });
+    const head = page.body.meta.pagination.headCursor as string;
+    await m({ url: `/audit-events?after=${head}&filter=event%20%3D%20%22identity.created%22`, status: 200 });
+    await m({ url: '/audit-events?offset=10', status: 400 });
+  });
+
   test('every documented operation had its success and at least one error validated', () => {
     for (const api of ['client', 'management'] as const) {
       expect({ [api]: validators[api].unexercised() }).toEqual({ [api]: [] });
