@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 
-/** The tables a rejected request must never touch (one per Edge management resource). */
+/** The tables a rejected request must never touch (those of the Edge management resources). */
 export const BUSINESS_TABLES = [
   'identities',
   'auth_policies',
@@ -8,6 +8,9 @@ export const BUSINESS_TABLES = [
   'cas',
   'enrollments',
   'authenticators',
+  'webhooks',
+  'webhook_deliveries',
+  'webhook_delivery_attempts',
 ] as const;
 
 /** Row count and a digest of every row, per business table. */

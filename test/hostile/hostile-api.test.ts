@@ -21,6 +21,7 @@ import { hostileRequest, type Targets } from './hostile-requests.js';
 import { edgeOperations, oidcOperations, type Operation } from './operations.js';
 import { oauthErrorProblems, pageProblems, responseProblems } from './response-checks.js';
 import { describeExchange, sendAll, type Exchange } from './send-hostile.js';
+import { webhookTargets } from './webhook-targets.js';
 
 /** CI replays one fixed seed; `npm run fuzz` passes a random one (printed, so it can be replayed). */
 const SEED = Number(process.env.FUZZ_SEED ?? 42);
@@ -133,7 +134,8 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
       server.newClient({ cert: retired.chainPem, key: retired.leaf.keyPem }),
       server.newClient({ cert: web.certPem, key: web.keyPem }),
     ];
-    const ids: Record<string, string[]> = {};
+    const webhooks = await webhookTargets(server, session);
+    const ids: Record<string, string[]> = { deliveries: webhooks.deliveries };
     for (const collection of [
       'identities',
       'auth-policies',
@@ -141,6 +143,7 @@ describe(`hostile input on every endpoint (${usingPostgres ? 'PostgreSQL' : 'PGl
       'cas',
       'enrollments',
       'authenticators',
+      'webhooks',
     ]) {
       const list = await server.client.get(`/edge/management/v1/${collection}?limit=500`, admin);
       ids[collection] = (list.body.data as { id: string }[]).map((item) => item.id);

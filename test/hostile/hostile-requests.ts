@@ -25,7 +25,10 @@ export interface HostileRequest {
 
 /** What the suite knows of the server: real ids to aim at, and the credentials of each caller. */
 export interface Targets {
-  /** Real ids by collection (`identities`, `cas`, …). */
+  /**
+   * Real ids by collection, named as in the paths (`identities`, `cas`, `webhooks`, and
+   * `deliveries` for a webhook's `{deliveryId}`).
+   */
   ids: Record<string, string[]>;
   authRequestIds: string[];
   /** Real codes and refresh tokens, issued under another issuer than the one requests pick by default. */
@@ -100,6 +103,21 @@ function valueFor(name: string, targets: Targets): fc.Arbitrary<string> {
       '((',
       'name = "a" or 1=1',
       'true',
+      'status = "failed"',
+      'createdAt >= "2020-01-01T00:00:00Z" and event contains "identity"',
+      'createdAt > "yesterday"',
+    ],
+    cursor: ['1', '0', '-1', '999999999999999999', '9999999999999999999', '1e3', 'abc'],
+    url: [
+      'https://receiver.invalid/hook',
+      'https://127.0.0.1/hook',
+      'https://0x7f.1/',
+      'https://[::ffff:127.0.0.1]/',
+      'https://169.254.169.254/latest/meta-data/',
+      'https://localhost./',
+      'http://receiver.invalid/hook',
+      'https://user:password@receiver.invalid/',
+      'https://receiver.invalid/#fragment',
     ],
     grant_type: [
       'authorization_code',
@@ -478,19 +496,24 @@ function headersForOperation(
     .map(([h, host]) => (host === undefined ? h : { ...h, host }));
 }
 
+/**
+ * The real ids a path parameter is aimed at: those of the collection named just before it
+ * (`/webhooks/{id}/deliveries/{deliveryId}`: a webhook, then one of its deliveries), or any real id
+ * when the suite holds none of that collection.
+ */
+function realIdsFor(op: Operation, name: string, targets: Targets): string[] {
+  if (name === 'uid') return targets.authRequestIds;
+  const collection = new RegExp(`/([a-z-]+)/\\{${name}\\}`).exec(op.path)?.[1] ?? '';
+  return targets.ids[collection]?.length ? targets.ids[collection]! : Object.values(targets.ids).flat();
+}
+
 /** Fills `{id}` and friends; real ids only go with bodies that can never be valid. */
 function fillPath(op: Operation, targets: Targets): fc.Arbitrary<{ path: string; real: boolean }> {
   const names = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
   if (names.length === 0) return fc.constant({ path: op.path, real: false });
   // A raw PEM body only reaches its parser on a real CA.
   const realWeight = op.media?.includes('text/plain') ? 12 : 3;
-  const collection = /\/v1\/([a-z-]+)\//.exec(op.path)?.[1] ?? '';
-  const real = names.includes('uid')
-    ? targets.authRequestIds
-    : targets.ids[collection]?.length
-      ? targets.ids[collection]!
-      : Object.values(targets.ids).flat();
-  return fc.tuple(...names.map(() => pathId(real, realWeight))).map((ids) => {
+  return fc.tuple(...names.map((name) => pathId(realIdsFor(op, name, targets), realWeight))).map((ids) => {
     let path = op.path;
     ids.forEach((p, i) => (path = path.replace(`{${names[i]}}`, p.id)));
     return { path, real: ids.some((p) => p.real) };
