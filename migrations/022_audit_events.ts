@@ -7,8 +7,9 @@ import type { Knex } from 'knex';
  * transaction still running (`pg_snapshot_xmin(pg_current_snapshot())`), so an id taken early by a
  * transaction that commits late is never passed over (docs/adr/0015-audit-events-and-webhooks.md).
  *
- * Failed logins and failed second factors are aggregated: one row per event, outcome, identity (or
- * unknown username), address and minute, found by `aggregate_key`, whose `attempts` grows (and
+ * Failed logins and failed second factors are aggregated: one row per event, outcome, method,
+ * identity (none for an unknown username), address network and minute, found by `aggregate_key`
+ * (src/services/attempt-aggregate-key.ts), whose `attempts` grows (and
  * whose `tx` moves to the updating transaction, so followers see the new count).
  * `identity_id` and `actor_id` carry no foreign key: the trail outlives what it names.
  */

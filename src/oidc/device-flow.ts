@@ -172,7 +172,8 @@ export function deviceFlowFeature(deps: DeviceFlowDeps) {
         });
       }
       if (err?.name === 'NotFoundError') {
-        await audit.storeAlone({ event: 'oidc.device.user-code-wrong', outcome: 'failure' });
+        // Counted per address network and minute: a guessing run costs rows per minute, not per code.
+        await audit.storeAttempt({ event: 'oidc.device.user-code-wrong', outcome: 'failure' });
         guesses.wrong(ctx.req);
       }
       // `verification_uri_complete`: the code form, prefilled. Its post looks the code up (where

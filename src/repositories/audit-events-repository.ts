@@ -48,7 +48,7 @@ const INSERT_MANY = fixedStatement(`with ${AUDIT_ROWS_CTE} select 1`);
  * One row per key and minute of the database's clock (UTC): a new attempt of the same minute
  * counts in `attempts`, moves `last_at`, and moves `tx` to its own transaction so that readers
  * following the trail by `(tx, id)` see the new count (docs/adr/0015-audit-events-and-webhooks.md).
- * The first attempt's request id and details (its method and reason) stay.
+ * The first attempt's request id, source address and details (its reason) stay.
  */
 const UPSERT_ATTEMPT = fixedStatement(`insert into "audit_events" as a
   ("event", "outcome", "identity_id", "actor_id", "source_address", "request_id", "details", "aggregate_key", "last_at")
@@ -58,14 +58,8 @@ const UPSERT_ATTEMPT = fixedStatement(`insert into "audit_events" as a
   on conflict ("aggregate_key") do update set
     attempts = a.attempts + 1, last_at = clock_timestamp(), tx = pg_current_xact_id()`);
 
-/**
- * What one aggregated row stands for, hashed so that a long username cannot make the key long:
- * event, outcome, the identity (or the unknown username) and the client address.
- */
-function attemptKey(e: AuditEventInsert, username: string | undefined): string {
-  const who =
-    e.identityId !== undefined ? `i:${e.identityId}` : username !== undefined ? `u:${username}` : '';
-  const parts = [e.event, e.outcome ?? '', who, e.sourceAddress ?? ''];
+/** The stored key of what one aggregated row stands for, hashed so that no part can make it long. */
+function hashedKey(parts: readonly string[]): string {
   return `${createHash('sha256').update(JSON.stringify(parts)).digest('base64url')}:`;
 }
 
@@ -91,10 +85,10 @@ export const auditEventsRepository = {
   },
 
   /**
-   * Counts one failed or refused attempt in its row of the minute (`UPSERT_ATTEMPT`). `username`:
-   * the name an unknown username's attempt gave, which keys its row instead of an identity.
+   * Counts one failed or refused attempt in its row of the minute (`UPSERT_ATTEMPT`). `keyParts`:
+   * what that row stands for (services/attempt-aggregate-key.ts), stored only as a hash.
    */
-  async upsertAttempt(db: Db, e: AuditEventInsert, username?: string): Promise<void> {
+  async upsertAttempt(db: Db, e: AuditEventInsert, keyParts: readonly string[]): Promise<void> {
     await runFixed(db, UPSERT_ATTEMPT, [
       e.event,
       e.outcome ?? null,
@@ -103,7 +97,7 @@ export const auditEventsRepository = {
       e.sourceAddress ?? null,
       e.requestId ?? null,
       JSON.stringify(e.details),
-      attemptKey(e, username),
+      hashedKey(keyParts),
     ]);
   },
 };

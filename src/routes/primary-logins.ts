@@ -19,13 +19,13 @@ export type PrimaryLogin = (ctx: Context) => Promise<PrimaryAuthResult>;
  * any check (RATE_LIMITED), is a `lockout`. A malformed request is no decision and is not recorded.
  * A success is stored with the write the login makes on this request (its API session, its grant,
  * or its auth request's progress: services/audit-trail.ts `hold`); a refusal is counted in its row
- * of the minute (`storeAttempt`), under the username it gave when that names no identity.
+ * of the minute (`storeAttempt`); one whose username names no identity shares its address's row,
+ * and the username it typed is stored nowhere (people type passwords into that field).
  */
 function audited<A extends unknown[]>(
   audit: AuditTrail,
   method: string,
   login: (ctx: Context, ...args: A) => Promise<PrimaryAuthResult>,
-  usernameOf: (ctx: Context) => string | undefined = () => undefined,
 ): (ctx: Context, ...args: A) => Promise<PrimaryAuthResult> {
   return async (ctx, ...args) => {
     let result: PrimaryAuthResult;
@@ -35,16 +35,13 @@ function audited<A extends unknown[]>(
       if (isAppError(err) && (err.code === 'INVALID_AUTH' || err.code === 'RATE_LIMITED')) {
         const { reason, identityId, lockout, audited: stored } = refusalOf(err);
         if (stored) throw err;
-        await audit.storeAttempt(
-          {
-            event: 'auth.login',
-            method,
-            outcome: lockout || err.code === 'RATE_LIMITED' ? 'lockout' : 'failure',
-            reason,
-            identityId,
-          },
-          identityId === undefined ? { unknownUsername: usernameOf(ctx) } : {},
-        );
+        await audit.storeAttempt({
+          event: 'auth.login',
+          method,
+          outcome: lockout || err.code === 'RATE_LIMITED' ? 'lockout' : 'failure',
+          reason,
+          identityId,
+        });
       }
       throw err;
     }
@@ -52,12 +49,6 @@ function audited<A extends unknown[]>(
     return result;
   };
 }
-
-/** The username a password login gave (parsed before the method runs, so it is a string). */
-const usernameOf = (ctx: Context): string | undefined => {
-  const body = bodyOf(ctx) as { username?: unknown } | undefined;
-  return typeof body?.username === 'string' ? body.username : undefined;
-};
 
 /** The WebAuthn site of a request's Host (409 PASSKEYS_UNAVAILABLE where a browser would refuse it). */
 export const webauthnSiteOf = (deps: Pick<RouteDeps, 'webauthn'>) => (ctx: Context) =>
@@ -91,15 +82,10 @@ export function passkeyLoginFor(deps: RouteDeps): PasskeyLogin {
 export function primaryLoginsFor(deps: RouteDeps): Record<string, PrimaryLogin> {
   const passkey = passkeyLoginFor(deps);
   return {
-    password: audited(
-      deps.audit,
-      'password',
-      async (ctx) => {
-        const input = parseInput(passwordLoginSchema, bodyOf(ctx));
-        return deps.passwordMethod({ ...input, clientAddress: clientAddress(ctx) });
-      },
-      usernameOf,
-    ),
+    password: audited(deps.audit, 'password', async (ctx) => {
+      const input = parseInput(passwordLoginSchema, bodyOf(ctx));
+      return deps.passwordMethod({ ...input, clientAddress: clientAddress(ctx) });
+    }),
     // The certificate comes from the TLS handshake; the body carries nothing.
     cert: audited(deps.audit, 'cert', (ctx) => deps.certMethod(peerCertificateChain(ctx))),
     'ext-jwt': audited(deps.audit, 'ext-jwt', (ctx) =>

@@ -43,7 +43,8 @@ export function createUserCodeThrottle(limiter: RateLimiter, audit: AuditTrail):
       const key = clientAddressKey(clientAddress(ctx));
       const wait = await limiter.take(key);
       if (wait > 0) {
-        await audit.storeAlone({ event: 'oidc.device.user-code-throttled', outcome: 'lockout' });
+        // Counted per address network and minute, like the wrong codes that led here.
+        await audit.storeAttempt({ event: 'oidc.device.user-code-throttled', outcome: 'lockout' });
         return renderTooManyCodesPage(ctx, wait);
       }
       try {

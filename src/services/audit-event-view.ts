@@ -3,7 +3,7 @@ import type { AuditEventRow } from '../repositories/audit-event-row.js';
 /**
  * A stored audit event as the management API lists it and as webhook deliveries carry it in
  * `data`: the named columns as camelCase fields, every other field of the event under `details`.
- * An aggregated failure (failed logins or second factors of one identity or username, address and
+ * An aggregated failure (failed attempts of one identity, or of unknown usernames, address and
  * minute) has `attempts` above 1 and `lastAt`, the time of its latest attempt.
  */
 export interface AuditEventView {

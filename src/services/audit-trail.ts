@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/create-database.js';
 import type { AfterCommit } from '../db/transaction.js';
 import { auditEventsRepository, type AuditEventInsert } from '../repositories/audit-events-repository.js';
+import { attemptAggregateKey } from './attempt-aggregate-key.js';
 import { currentRequestScope, type RequestScope } from './request-scope.js';
 
 /**
@@ -79,16 +80,16 @@ export interface AuditTrail {
   store(trx: Knex.Transaction, afterCommit: AfterCommit, event: AuditEvent): Promise<void>;
   /**
    * Stores `event` in a statement of its own and logs it: a security-relevant decision that comes
-   * with no write to join (`passkey.clone-suspected`, `oidc.device.*`).
+   * with no write to join (`passkey.clone-suspected`, `oidc.device.confirmed`, …).
    */
   storeAlone(event: AuditEvent): Promise<void>;
   /**
-   * A failed or refused authentication attempt (`auth.login`, `auth.second-factor`): counted in
-   * one row per event, outcome, identity (else `unknownUsername`), client address and minute
-   * (docs/operations.md, "Audit events"), then logged. `db`: the transaction of a write the
+   * A failed or refused attempt (`auth.login`, `auth.second-factor`, a wrong or throttled device
+   * user code): counted in one row per event, outcome, method, identity (none for a username that
+   * names no identity), client address network and minute (`attemptAggregateKey`;
+   * docs/operations.md, "Audit events"), then logged. `trx`: the transaction of a write the
    * refusal makes anyway (logged once it commits, with `afterCommit`), else one statement of its
-   * own. The unknown username is stored in `details.username`, never logged: a password typed
-   * into the username field must not reach the log.
+   * own. A typed username is never part of the event: people type passwords into that field.
    */
   storeAttempt(event: AuditEvent, options?: AttemptOptions): Promise<void>;
   /**
@@ -111,8 +112,6 @@ export interface AuditTrail {
 }
 
 export interface AttemptOptions {
-  /** The name an unknown username's attempt gave. */
-  unknownUsername?: string;
   /** The transaction of a write the refusal makes anyway, with its `afterCommit`. */
   trx?: Knex.Transaction;
   afterCommit?: AfterCommit;
@@ -204,12 +203,10 @@ export function createAuditTrail(logger: Logger, knex?: Knex): AuditTrail {
       if (knex) await auditEventsRepository.insert(knex, storedForm(event));
       record(event);
     },
-    async storeAttempt(raw, { unknownUsername, trx, afterCommit } = {}) {
+    async storeAttempt(raw, { trx, afterCommit } = {}) {
       const event = withScope(raw);
-      const stored = storedForm(event);
-      if (unknownUsername !== undefined) stored.details = { ...stored.details, username: unknownUsername };
       const db = trx ?? knex;
-      if (db) await auditEventsRepository.upsertAttempt(db, stored, unknownUsername);
+      if (db) await auditEventsRepository.upsertAttempt(db, storedForm(event), attemptAggregateKey(event));
       if (trx && afterCommit) afterCommit(() => record(event));
       else record(event);
     },

@@ -51,11 +51,13 @@ describe('device authorization grant: limits', () => {
 
     const { page, statuses } = await typeWrongCodes(guesser, 10);
     const refused = await typeWrongCode(guesser, page);
+    const refusedAgain = await typeWrongCode(guesser, page);
     const other = await typeWrongCodes(cookieJar(from('127.0.0.4')), 1);
 
     expect(statuses).toEqual(Array(10).fill(400));
     expect(page.text).toContain('No sign-in is waiting for that code');
     expect(refused.status).toBe(429);
+    expect(refusedAgain.status).toBe(429);
     expect(Number(refused.header('retry-after'))).toBeGreaterThan(0);
     expect(headingOf(refused.text)).toBe('Too many wrong codes');
     expect(refused.header('content-security-policy')).toContain("default-src 'none'");
@@ -65,8 +67,18 @@ describe('device authorization grant: limits', () => {
       events.filter((e) => e.event === 'oidc.device.user-code-wrong' && e.sourceAddress === '127.0.0.3'),
     ).toHaveLength(10);
     expect(
-      events.some((e) => e.event === 'oidc.device.user-code-throttled' && e.sourceAddress === '127.0.0.3'),
-    ).toBe(true);
+      events.filter((e) => e.event === 'oidc.device.user-code-throttled' && e.sourceAddress === '127.0.0.3'),
+    ).toHaveLength(2);
+    // Stored aggregated per address and minute: rows per minute, not per refused post.
+    const stored = await server.app
+      .knex('audit_events')
+      .where({ source_address: '127.0.0.3' })
+      .select('event', 'outcome', 'attempts');
+    const attempts = (event: string) =>
+      stored.filter((r) => r.event === event).reduce((n, r) => n + Number(r.attempts), 0);
+    expect(stored.length).toBeLessThanOrEqual(4);
+    expect(attempts('oidc.device.user-code-wrong')).toBe(10);
+    expect(attempts('oidc.device.user-code-throttled')).toBe(2);
   });
 
   test('POST /oidc/device/auth is limited per address like the authorization endpoint', async () => {
