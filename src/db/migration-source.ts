@@ -22,6 +22,7 @@ import * as m020 from '../../migrations/020_passkeys.js';
 import * as m021 from '../../migrations/021_account_sessions.js';
 import * as m022 from '../../migrations/022_audit_events.js';
 import * as m023 from '../../migrations/023_webhooks.js';
+import * as m024 from '../../migrations/024_webhook_delivery_due_index.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -51,6 +52,7 @@ const migrations: Record<string, Knex.Migration> = {
   '021_account_sessions': m021,
   '022_audit_events': m022,
   '023_webhooks': m023,
+  '024_webhook_delivery_due_index': m024,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

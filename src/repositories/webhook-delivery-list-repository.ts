@@ -180,7 +180,9 @@ export const webhookDeliveryListRepository = {
 
   /**
    * For a webhook being enabled again: its pending deliveries created before `cutoff` fail (they
-   * waited too long to be of use), the others become due at `now`. Returns how many of each.
+   * waited too long to be of use), the others become due at `now`. Returns how many of each. One
+   * statement over the webhook's pending rows (its due index): no more than it had pending when
+   * it was disabled, since a disabled webhook gets no new deliveries.
    */
   async resume(
     db: Db,
@@ -188,15 +190,21 @@ export const webhookDeliveryListRepository = {
     now: Date,
     cutoff: Date,
   ): Promise<{ resumed: number; expired: number }> {
-    const expired = await db('webhook_deliveries')
+    const rows = (await db('webhook_deliveries')
       .where({ webhook_id: webhookId, status: 'pending' })
-      .where('created_at', '<', cutoff)
-      .update({ status: 'failed', next_attempt_at: null, last_error: EXPIRED_WHILE_DISABLED })
-      .returning('id');
-    const resumed = await db('webhook_deliveries')
-      .where({ webhook_id: webhookId, status: 'pending' })
-      .update({ next_attempt_at: now })
-      .returning('id');
-    return { resumed: resumed.length, expired: expired.length };
+      .update({
+        status: db.raw(`CASE WHEN created_at < ?::timestamptz THEN 'failed' ELSE 'pending' END`, [cutoff]),
+        next_attempt_at: db.raw(`CASE WHEN created_at < ?::timestamptz THEN NULL ELSE ?::timestamptz END`, [
+          cutoff,
+          now,
+        ]),
+        last_error: db.raw(`CASE WHEN created_at < ?::timestamptz THEN ? ELSE last_error END`, [
+          cutoff,
+          EXPIRED_WHILE_DISABLED,
+        ]),
+      })
+      .returning('status')) as { status: string }[];
+    const expired = rows.filter((r) => r.status === 'failed').length;
+    return { resumed: rows.length - expired, expired };
   },
 };

@@ -18,7 +18,8 @@ const NEXT_EVENTS = fixedStatement(
           d.last_sequence::text AS after_sequence, (d.last_sequence + e.n)::text AS sequence, e.*
    FROM webhook_dispatch d
    CROSS JOIN LATERAL (
-     SELECT ${AUDIT_EVENT_COLUMNS}, row_number() OVER (ORDER BY e.tx, e.id) AS n
+     SELECT ${AUDIT_EVENT_COLUMNS}, e.aggregate_key IS NOT NULL AS aggregated,
+            row_number() OVER (ORDER BY e.tx, e.id) AS n
      FROM audit_events e
      WHERE (e.tx, e.id) > (d.last_tx, d.last_event_id) AND ${SETTLED}
      ORDER BY e.tx, e.id
@@ -29,12 +30,17 @@ const NEXT_EVENTS = fixedStatement(
 );
 
 /**
- * One delivery per event and subscribed webhook, and the cursor's move, in one statement, only if
- * the cursor is still where the events were read after: the fan-out's row is locked for the
- * statement, and an instance that finds it moved (another one wrote the same events first) writes
- * nothing. A webhook disabled for failing still collects deliveries (sent once it is enabled
- * again); one an admin disabled does not. A pattern is an event name, `prefix.*` (every event
- * under the prefix) or `*`.
+ * One delivery per event and subscribed enabled webhook, and the cursor's move, in one statement,
+ * only if the cursor is still where the events were read after: the fan-out's row is locked for
+ * the statement, and an instance that finds it moved (another one wrote the same events first)
+ * writes nothing. A disabled webhook gets no deliveries, whatever disabled it: the events of the
+ * time it is disabled are never sent to it, and its backlog stays the one it had when it was
+ * disabled. A pattern is an event name, `prefix.*` (every event under the prefix) or `*`.
+ *
+ * An aggregated row (failed logins, failed second factors) comes back to the fan-out each time its
+ * `attempts` grows (the upsert moves its `tx`): its delivery is due once the row's minute has
+ * closed, and while that delivery is pending and unsent (and unclaimed), the row seen again
+ * replaces its body and sequence number instead of adding a delivery: one per row and webhook.
  */
 const INSERT_DELIVERIES = fixedStatement(
   `WITH cursor AS (
@@ -42,18 +48,23 @@ const INSERT_DELIVERIES = fixedStatement(
      WHERE id = 1 AND last_tx = ?::xid8 AND last_event_id = ?::bigint AND last_sequence = ?::bigint
      FOR UPDATE
    ), events AS (
-     SELECT e.* FROM cursor, jsonb_to_recordset(?::jsonb) AS e(id bigint, event text, sequence bigint, payload text)
+     SELECT e.* FROM cursor,
+       jsonb_to_recordset(?::jsonb) AS e(id bigint, event text, sequence bigint, payload text, due_at timestamptz)
    ), inserted AS (
-     INSERT INTO webhook_deliveries
+     INSERT INTO webhook_deliveries AS d
        (id, webhook_id, event_id, event, sequence, payload, status, attempts, created_at, next_attempt_at)
      SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), w.id, e.id, e.event, e.sequence, e.payload,
-            'pending', 0, ?::timestamptz, ?::timestamptz
+            'pending', 0, ?::timestamptz, coalesce(e.due_at, ?::timestamptz)
      FROM events e
-     JOIN webhooks w ON (w.enabled OR w.disabled_reason = 'failing') AND EXISTS (
+     JOIN webhooks w ON w.enabled AND EXISTS (
        SELECT 1 FROM jsonb_array_elements_text(w.events) AS p(pattern)
        WHERE p.pattern IN ('*', e.event)
           OR (right(p.pattern, 2) = '.*' AND starts_with(e.event, left(p.pattern, -1)))
      )
+     ON CONFLICT (webhook_id, event_id) WHERE status = 'pending' AND attempts = 0
+     DO UPDATE SET payload = excluded.payload, sequence = excluded.sequence,
+                   next_attempt_at = greatest(d.next_attempt_at, excluded.next_attempt_at)
+       WHERE d.claimed_until IS NULL
      RETURNING 1
    ), moved AS (
      UPDATE webhook_dispatch d SET last_tx = ?::xid8, last_event_id = ?::bigint, last_sequence = ?::bigint
@@ -65,22 +76,39 @@ const INSERT_DELIVERIES = fixedStatement(
 );
 
 /**
- * Claims due deliveries of enabled webhooks with a lease, in one statement. The lease counts on
- * the database's clock, which every instance shares; when a delivery is due counts on the
- * caller's (a parameter, so that the partial index of pending deliveries is read from its start up
- * to now only).
+ * Claims due deliveries with a lease, in one statement: of each enabled webhook with no delivery
+ * in flight (no unexpired claim), its delivery due first, and of those the ones due first, up to
+ * the limit. A webhook thus holds at most one send at a time, however slow its receiver, and the
+ * others take turns with it; a disabled webhook's deliveries are never read (the due index is per
+ * webhook). The lease counts on the database's clock, which every instance shares; when a
+ * delivery is due counts on the caller's (a parameter, so that the index is read from its start
+ * up to now only). The head rows are locked with SKIP LOCKED and checked again as they are now:
+ * of two instances claiming together, one gets a webhook's delivery.
  */
 const CLAIM_DUE = fixedStatement(
-  `UPDATE webhook_deliveries d SET claimed_by = ?::text, claimed_until = now() + ?::interval
-   FROM webhooks w
-   WHERE w.id = d.webhook_id AND d.id IN (
-     SELECT due.id FROM webhook_deliveries due JOIN webhooks hook ON hook.id = due.webhook_id
-     WHERE due.status = 'pending' AND due.next_attempt_at <= ?::timestamptz AND hook.enabled
-       AND (due.claimed_until IS NULL OR due.claimed_until < now())
+  `WITH heads AS (
+     SELECT due.id, due.next_attempt_at
+     FROM webhooks w
+     CROSS JOIN LATERAL (
+       SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+       WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ?::timestamptz
+       ORDER BY d.next_attempt_at
+       LIMIT 1
+     ) due
+     WHERE w.enabled AND NOT EXISTS (
+       SELECT 1 FROM webhook_deliveries c
+       WHERE c.webhook_id = w.id AND c.claimed_until IS NOT NULL AND c.claimed_until >= now()
+     )
      ORDER BY due.next_attempt_at
      LIMIT ?::int
-     FOR UPDATE OF due SKIP LOCKED
+   ), locked AS (
+     SELECT d.id FROM webhook_deliveries d JOIN heads h ON h.id = d.id
+     WHERE d.status = 'pending' AND (d.claimed_until IS NULL OR d.claimed_until < now())
+     FOR UPDATE OF d SKIP LOCKED
    )
+   UPDATE webhook_deliveries d SET claimed_by = ?::text, claimed_until = now() + ?::interval
+   FROM webhooks w, locked
+   WHERE w.id = d.webhook_id AND d.id = locked.id
    RETURNING d.id, d.webhook_id, d.payload, d.attempts, d.created_at, w.url, w.secret_sealed,
      CASE WHEN w.previous_secret_expires_at > ?::timestamptz THEN w.previous_secret_sealed END
        AS previous_secret_sealed`,
@@ -114,7 +142,7 @@ const ACKNOWLEDGE = fixedStatement(
    ), run AS (
      UPDATE webhooks w SET failing_since = CASE WHEN a.ok THEN NULL ELSE a.at END
      FROM d, a
-     WHERE w.id = d.webhook_id AND (CASE WHEN a.ok THEN w.failing_since IS NOT NULL ELSE w.failing_since IS NULL END)
+     WHERE w.id = d.webhook_id AND (CASE WHEN a.ok THEN w.failing_since IS NOT NULL ELSE w.failing_since IS NULL AND w.enabled END)
      RETURNING w.failing_since
    )
    SELECT d.status, CASE WHEN a.ok THEN NULL ELSE coalesce((SELECT failing_since FROM run), w.failing_since) END
@@ -122,11 +150,31 @@ const ACKNOWLEDGE = fixedStatement(
    FROM d JOIN webhooks w ON w.id = d.webhook_id, a`,
 );
 
+/** The error of a delivery past its 24 hours, never tried, when its webhook is disabled for failing. */
+const EXPIRED_WHILE_FAILING = 'expired: the webhook was disabled for failing';
+
+const DISABLE_FAILING = fixedStatement(
+  `WITH disabled AS (
+     UPDATE webhooks SET enabled = false, disabled_reason = 'failing', updated_at = ?::timestamptz
+     WHERE id = ?::text AND enabled AND failing_since < ?::timestamptz
+     RETURNING id, name, failing_since
+   ), expired AS (
+     UPDATE webhook_deliveries d
+     SET status = 'failed', next_attempt_at = NULL, last_error = coalesce(d.last_error, ?::text)
+     FROM disabled
+     WHERE d.webhook_id = disabled.id AND d.status = 'pending' AND d.created_at <= ?::timestamptz
+     RETURNING 1
+   )
+   SELECT id, name, failing_since, (SELECT count(*) FROM expired)::int AS expired FROM disabled`,
+);
+
 export interface DeliveryInsert {
   eventId: string;
   event: string;
   sequence: number;
   payload: string;
+  /** When an aggregated row's delivery is due (its minute closed); undefined: at once. */
+  dueAt?: Date;
 }
 
 /** Where the fan-out's cursor stands: after this event, and the last sequence number given. */
@@ -138,6 +186,8 @@ export interface FanoutCursor {
 
 /** An event read by the fan-out, with the sequence number it gets and the cursor it was read after. */
 export interface SequencedEventRow extends AuditEventRow {
+  /** Whether the row aggregates attempts (its `attempts` may still grow). */
+  aggregated: boolean;
   sequence: string;
   after_tx: string;
   after_event_id: string;
@@ -202,6 +252,7 @@ export const webhookOutboxRepository = {
       event: e.event,
       sequence: e.sequence,
       payload: e.payload,
+      due_at: e.dueAt?.toISOString() ?? null,
     }));
     const [row] = await runFixed<{ deliveries: number; moved: number }>(db, INSERT_DELIVERIES, [
       from.tx,
@@ -219,17 +270,17 @@ export const webhookOutboxRepository = {
 
   /**
    * Claims up to `limit` due deliveries of enabled webhooks for `instance` until `leaseMs` from
-   * now (database clock).
+   * now (database clock): at most one per webhook, and none of a webhook with one in flight.
    */
   async claimDue(
     db: Db,
     o: { instance: string; leaseMs: number; now: Date; limit: number },
   ): Promise<ClaimedDelivery[]> {
     const rows = await runFixed<ClaimRow>(db, CLAIM_DUE, [
-      o.instance,
-      `${o.leaseMs} milliseconds`,
       o.now,
       o.limit,
+      o.instance,
+      `${o.leaseMs} milliseconds`,
       o.now,
     ]);
     return rows.map((r) => ({
@@ -276,19 +327,25 @@ export const webhookOutboxRepository = {
 
   /**
    * Disables `webhookId` for failing when its run of failures began before `failingBefore` and it
-   * is still enabled; answers the webhook disabled, if this call did.
+   * is still enabled, and fails at once its pending deliveries created at or before
+   * `windowCutoff` (their 24 hours are over: enabling the webhook again would expire them), so
+   * that what became of them does not depend on which was tried last. Answers the webhook
+   * disabled, if this call did.
    */
   async disableFailing(
     db: Db,
     webhookId: string,
     failingBefore: Date,
+    windowCutoff: Date,
     now: Date,
   ): Promise<{ id: string; name: string; failingSince: Date } | undefined> {
-    const [row] = await db('webhooks')
-      .where({ id: webhookId, enabled: true })
-      .andWhere('failing_since', '<', failingBefore)
-      .update({ enabled: false, disabled_reason: 'failing', updated_at: now })
-      .returning(['id', 'name', 'failing_since']);
+    const [row] = await runFixed<{ id: string; name: string; failing_since: Date }>(db, DISABLE_FAILING, [
+      now,
+      webhookId,
+      failingBefore,
+      EXPIRED_WHILE_FAILING,
+      windowCutoff,
+    ]);
     return row && { id: row.id, name: row.name, failingSince: new Date(row.failing_since) };
   },
 };

@@ -29,7 +29,7 @@ export interface WebhookInsert {
   secretSealed: string;
 }
 
-/** What an update may set; clearing the failure state goes with re-enabling. */
+/** What an update may set; clearing the failure state goes with enabling or disabling. */
 export interface WebhookChanges {
   name?: string;
   url?: string;

@@ -163,6 +163,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '021_account_sessions',
         '022_audit_events',
         '023_webhooks',
+        '024_webhook_delivery_due_index',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

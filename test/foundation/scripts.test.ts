@@ -34,7 +34,8 @@ describe('database scripts', () => {
         '008_login_failures_per_address, 009_identity_list_indexes, 010_rate_limits, ' +
         '011_instance_locks, 012_certificate_identity, 013_signer_token_lifetime, 014_mfa_enrollment_owner, ' +
         '015_api_session_origin, 016_identity_permissions, 017_policy_session_limit, ' +
-        '018_policy_bind_tokens, 019_device_flow, 020_passkeys, 021_account_sessions, 022_audit_events, 023_webhooks\n',
+        '018_policy_bind_tokens, 019_device_flow, 020_passkeys, 021_account_sessions, 022_audit_events, ' +
+        '023_webhooks, 024_webhook_delivery_due_index\n',
     });
     expect((await script('db-migrate.ts', env)).out).toBe('already up to date\n');
     const seeded = await script('db-seed.ts', env);

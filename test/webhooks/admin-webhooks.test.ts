@@ -34,7 +34,7 @@ describe('webhooks: the management API', () => {
 
   beforeAll(async () => {
     const logger = pino({ level: 'info' }, { write: (chunk: string) => void logLines.push(chunk) });
-    server = await startTestServer({ logger });
+    server = await startTestServer({ logger, webhooks: { deliver: false } });
     api = managementApi(server, await server.adminToken());
   }, 120_000);
   afterAll(() => server?.close());

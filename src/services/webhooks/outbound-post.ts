@@ -65,7 +65,8 @@ class GuardedAgent extends Agent {
       socket?.destroy();
       throw new Error('webhook connection is not a socket');
     }
-    guardConnectedAddress(socket, this.allowPrivateTargets);
+    const host = options.host ?? '';
+    guardConnectedAddress(socket, this.allowPrivateTargets, isIP(host.replace(/^\[(.*)\]$/, '$1')) !== 0);
     return socket;
   }
 }

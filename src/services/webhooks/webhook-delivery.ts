@@ -120,6 +120,7 @@ export function createWebhookDelivery({
         trx,
         webhookId,
         new Date(at.getTime() - DISABLE_AFTER_MS),
+        new Date(at.getTime() - DELIVERY_WINDOW_MS),
         at,
       );
       if (!disabled) return;

@@ -101,7 +101,9 @@ export function createWebhookService({
     /**
      * Enabling a disabled webhook clears its failure state and, in the same transaction, makes
      * its pending deliveries due now, except those older than a day, which fail: a receiver back
-     * after a long outage gets the recent events, not a day's backlog it can no longer use.
+     * after a long outage gets the recent events, not a day's backlog it can no longer use. The
+     * events of the time it was disabled were never queued for it (the fan-out skips disabled
+     * webhooks). Disabling clears the failure state too.
      */
     async patch(id: string, patch: WebhookPatch): Promise<void> {
       if (patch.url !== undefined) checkUrl(patch.url);
@@ -113,12 +115,15 @@ export function createWebhookService({
           checkName('name', patch.name, current.name);
           const at = now();
           const reenabled = patch.enabled === true && !current.enabled;
+          // Enabling starts afresh; an admin's disabling is the admin's, whatever disabled it
+          // before, and ends the run of failures (nothing is sent while it lasts).
+          const cleared = reenabled || patch.enabled === false;
           const changes: WebhookChanges = {
             name: patch.name,
             url: patch.url,
             events: patch.events,
             enabled: patch.enabled,
-            ...(reenabled && { failingSince: null, disabledReason: null }),
+            ...(cleared && { failingSince: null, disabledReason: null }),
           };
           const cutoff = new Date(at.getTime() - RESUMABLE_DELIVERY_MS);
           const deliveries = reenabled
