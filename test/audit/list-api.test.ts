@@ -68,6 +68,10 @@ describe('stored audit events on the management API', () => {
         .returning(server.app.knex.raw('id::text as id'));
       fixtureIds.push((row as { id: string }).id);
     }
+    // On PostgreSQL the rows are readable once every older transaction on the server has ended.
+    await waitFor(
+      async () => (await admin.get('/audit-events?limit=1')).body.data[0]?.id === fixtureIds.at(-1),
+    );
   });
   afterAll(() => server.close());
 

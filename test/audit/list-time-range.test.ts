@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { PROBE_ROWS } from '../../src/repositories/audit-event-list-repository.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
 
 /**
@@ -30,6 +31,8 @@ describe('audit events by time range, near the head and far behind it', () => {
     // One statement per transaction: 30 old events (minutes 0-29), then many newer ones a day later.
     for (let i = 0; i < OLD; i++) await insert('range.old', i, i, 0);
     await insert('range.new', 0, NEW - 1, 24 * 60);
+    // On PostgreSQL the rows are readable once every older transaction on the server has ended.
+    await waitFor(async () => (await admin.get('/audit-events?limit=1')).body.data[0]?.event === 'range.new');
   }, 120_000);
   afterAll(() => server.close());
 
