@@ -72,11 +72,7 @@ export async function up(knex: Knex): Promise<void> {
   );
   await knex.schema.createTable('webhook_delivery_attempts', (t) => {
     t.bigIncrements('id').primary();
-    t.text('delivery_id')
-      .notNullable()
-      .references('id')
-      .inTable('webhook_deliveries')
-      .onDelete('CASCADE');
+    t.text('delivery_id').notNullable().references('id').inTable('webhook_deliveries').onDelete('CASCADE');
     t.timestamp('attempted_at', { useTz: true }).notNullable();
     t.integer('status_code').nullable();
     t.text('error').nullable();
