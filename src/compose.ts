@@ -440,9 +440,12 @@ export async function compose(deps: ComposeDeps) {
   const oidcPart = deps.config.edge ? await createOidcPart(deps, services) : undefined;
   const routers = oidcPart ? edgeRoutersOf(createRouteDeps(deps, services, oidcPart)) : undefined;
   const stopWebhooks = startWebhooks(deps, services.audit);
-  const stopJanitor = startJanitor(knex, deps.logger, instanceLockFor(deps.database, 'janitor'), {
-    auditEventsSeconds: deps.config.audit.retention,
-  });
+  const stopJanitor = startJanitor(
+    knex,
+    deps.logger,
+    instanceLockFor(deps.database, 'janitor'),
+    deps.config.audit.retention,
+  );
 
   return {
     /** Security events: logged one line each, and observable in-process (metrics). */

@@ -13,7 +13,7 @@ const DEFAULT_COUNT = 50;
 const MAX_COUNT = 100_000;
 const POLL_MS = 1000;
 
-interface AuditEvent {
+interface AuditEventLine {
   id: string;
   event: string;
   occurredAt: string;
@@ -46,7 +46,7 @@ const COLUMNS: [string, number][] = [
 const shown = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
 /** `attempts=3 lastAt=… method=password reason=wrong-password`: the fields without a column. */
-function detailsText(e: AuditEvent): string {
+function detailsText(e: AuditEventLine): string {
   const fields = {
     ...(e.attempts > 1 && { attempts: e.attempts, lastAt: e.lastAt }),
     ...e.details,
@@ -68,7 +68,7 @@ function line(cells: string[], width: number | undefined): string {
   return width === undefined ? text : truncate(text, width);
 }
 
-const row = (e: AuditEvent) => [
+const row = (e: AuditEventLine) => [
   e.occurredAt,
   e.event,
   e.outcome ?? '',
@@ -83,13 +83,15 @@ async function newest(
   api: ApiClient,
   filter: string | undefined,
   count: number,
-): Promise<{ events: AuditEvent[]; head: string }> {
-  const events: AuditEvent[] = [];
+): Promise<{ events: AuditEventLine[]; head: string }> {
+  const events: AuditEventLine[] = [];
   let cursor: string | undefined;
   let head: string | undefined;
   for (;;) {
     const limit = Math.min(PAGE, count - events.length);
-    const { data, meta } = await api.get<AuditEvent[]>(AUDIT_EVENTS, { query: { filter, limit, cursor } });
+    const { data, meta } = await api.get<AuditEventLine[]>(AUDIT_EVENTS, {
+      query: { filter, limit, cursor },
+    });
     const pagination = meta.pagination as Pagination;
     head ??= pagination.headCursor;
     events.push(...data);
@@ -122,14 +124,14 @@ async function follow(
   io: CliIo,
   filter: string | undefined,
   from: string,
-  print: (events: AuditEvent[]) => void,
+  print: (events: AuditEventLine[]) => void,
 ): Promise<never> {
   let cursor = from;
   let failing = false;
   for (;;) {
     try {
       const { data, meta } = await withSessionApi(io, (api) =>
-        api.get<AuditEvent[]>(AUDIT_EVENTS, { query: { filter, after: cursor, limit: PAGE } }),
+        api.get<AuditEventLine[]>(AUDIT_EVENTS, { query: { filter, after: cursor, limit: PAGE } }),
       );
       if (failing) note(io, 'svc: following again');
       failing = false;
@@ -156,8 +158,8 @@ async function listAuditEvents(ctx: CommandContext): Promise<void> {
   if (ctx.json && !following) return out(ctx.io, JSON.stringify(shownEvents, null, 2));
   // Following, --json writes one event per line (JSON Lines): an array would never end.
   const print = ctx.json
-    ? (batch: AuditEvent[]) => batch.forEach((e) => out(ctx.io, JSON.stringify(e)))
-    : (batch: AuditEvent[]) => batch.forEach((e) => out(ctx.io, line(row(e), width)));
+    ? (batch: AuditEventLine[]) => batch.forEach((e) => out(ctx.io, JSON.stringify(e)))
+    : (batch: AuditEventLine[]) => batch.forEach((e) => out(ctx.io, line(row(e), width)));
   if (!ctx.json)
     out(
       ctx.io,

@@ -1,11 +1,11 @@
-import type { FilterClause } from './list-query.js';
-
-/**
- * A read of the stored audit trail (docs/adr/0015-audit-events-and-webhooks.md): rows in `(tx, id)`
- * order, only those whose transaction is below the oldest one still running, so that no row can
- * appear later behind a position a reader has passed. `src/schemas/audit-event-schemas.ts` builds
- * it from the request; `src/repositories/audit-event-list-repository.ts` runs it.
+/*
+ * A read of the stored audit trail (docs/adr/0015-audit-events-and-webhooks.md): a position
+ * `(tx, id)`, a direction and filters. It lives in the database layer because both the request
+ * parsers and the repositories need it. Rows are read in `(tx, id)` order and only those whose
+ * transaction is below the oldest one still running, so that no row can appear later behind a
+ * position a reader has passed.
  */
+import type { FilterClause } from './list-query.js';
 
 /** A place in the trail: a row's transaction id (`xid8`) and id, both as decimal text. */
 export interface TrailPosition {

@@ -1,7 +1,7 @@
 import type { Db } from '../db/create-database.js';
 import { mapPage, runListQuery, type ListPage, type ListQuery } from '../db/list-query.js';
 import { fixedStatement, runFixed } from '../db/fixed-statement.js';
-import { AUDIT_ROWS_CTE, auditRowsJson, type AuditEventInsert } from './audit-events-repository.js';
+import { auditRowsCte, auditRowsJson, type AuditEventInsert } from './audit-events-repository.js';
 import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-repository.js';
 
 export type ApiSessionKind = 'legacy' | 'oidc';
@@ -66,10 +66,10 @@ export type NewApiSession = Omit<ApiSession, 'createdAt' | 'lastActivityAt'> & {
 const INSERT_SQL = `insert into "api_sessions" ("id", "identity_id", "kind", "token_hash", "amr", "config_types", "is_cert_extendable", "mfa_required", "mfa_complete", "auth_method", "ip_address", "expires_at", "created_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?::timestamptz, now()))`;
 /** An OIDC login's API session beside its login facts and its audit events (insertWithLoginFacts). */
 const INSERT_WITH_LOGIN_FACTS = oidcPayloadsRepository.upsertAfter(
-  `with "api_session" as (${INSERT_SQL}), ${AUDIT_ROWS_CTE} `,
+  `with "api_session" as (${INSERT_SQL}), ${auditRowsCte()} `,
 );
 /** An OIDC login's API session and its audit events, when a session limit opens it before its grant exists. */
-const INSERT = fixedStatement(`with ${AUDIT_ROWS_CTE} ${INSERT_SQL}`);
+const INSERT = fixedStatement(`with ${auditRowsCte()} ${INSERT_SQL}`);
 
 /** INSERT_SQL's values. */
 const insertBindings = (s: NewApiSession) => [

@@ -1,16 +1,14 @@
+/*
+ * Reads of the stored audit trail in `(tx, id)` order, only rows whose transaction is below the
+ * oldest still running (docs/adr/0015-audit-events-and-webhooks.md): every transaction below that
+ * bound has ended, so no row can still appear at a position a reader has passed. Each read is one
+ * statement whose bound (`head`) comes from its own snapshot, so rows and bound agree.
+ */
 import type { Knex } from 'knex';
 import type { Db } from '../db/create-database.js';
 import { applyListQuery, type FilterClause } from '../db/list-query.js';
 import type { TrailPosition, TrailQuery } from '../db/trail-query.js';
 import { AUDIT_EVENT_COLUMNS, type AuditEventRow } from './audit-event-row.js';
-
-/**
- * Reads of the stored audit trail (migrations/022_audit_events.ts) in `(tx, id)` order, only rows
- * whose transaction is below the oldest still running (docs/adr/0015-audit-events-and-webhooks.md):
- * every transaction below that bound has ended, so no row can still appear at a position a reader
- * has passed. Each read is one statement whose bound (`head`) comes from its own snapshot, so rows
- * and bound agree.
- */
 
 /** A page of rows and the head of the trail as the same snapshot saw it. */
 export interface TrailRows {

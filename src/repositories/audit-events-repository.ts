@@ -25,9 +25,7 @@ export const auditRowsCte = (condition = 'true') => `"audit_rows" as (
                                            source_address text, request_id text, details jsonb)
    where ${condition})`;
 
-export const AUDIT_ROWS_CTE = auditRowsCte();
-
-/** `AUDIT_ROWS_CTE`'s binding: the events as one JSON array. */
+/** `auditRowsCte`'s binding: the events as one JSON array. */
 export function auditRowsJson(events: readonly AuditEventInsert[]): string {
   return JSON.stringify(
     events.map((e) => ({
@@ -42,7 +40,7 @@ export function auditRowsJson(events: readonly AuditEventInsert[]): string {
   );
 }
 
-const INSERT_MANY = fixedStatement(`with ${AUDIT_ROWS_CTE} select 1`);
+const INSERT_MANY = fixedStatement(`with ${auditRowsCte()} select 1`);
 
 /**
  * One row per key and minute of the database's clock (UTC): a new attempt of the same minute

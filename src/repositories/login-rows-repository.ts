@@ -1,12 +1,7 @@
 import type { Db } from '../db/create-database.js';
 import { hashTokenId } from '../crypto/token-id-hash.js';
 import { fixedStatement, runFixed } from '../db/fixed-statement.js';
-import {
-  AUDIT_ROWS_CTE,
-  auditRowsCte,
-  auditRowsJson,
-  type AuditEventInsert,
-} from './audit-events-repository.js';
+import { auditRowsCte, auditRowsJson, type AuditEventInsert } from './audit-events-repository.js';
 import { oidcPayloadsRepository, type OidcPayloadRow } from './oidc-payloads-repository.js';
 
 /*
@@ -45,7 +40,7 @@ const EXTEND_THEN_UPSERT = oidcPayloadsRepository.upsertAfter(
 );
 
 /** An auth request's progress (a login that still owes a factor) with the audit events of its step. */
-const UPSERT_WITH_EVENTS = oidcPayloadsRepository.upsertAfter(`with ${AUDIT_ROWS_CTE} `);
+const UPSERT_WITH_EVENTS = oidcPayloadsRepository.upsertAfter(`with ${auditRowsCte()} `);
 
 /**
  * Writes that move the end of a login's rows (src/oidc/login-lifetime.ts) inside a statement the

@@ -20,7 +20,7 @@ export const auditEventListFields = {
 } satisfies ListFields;
 
 /** `after=now`: start following at the head of the trail, with no event yet. */
-export const AFTER_NOW = 'now';
+const AFTER_NOW = 'now';
 
 const fieldOf = (column: string) =>
   Object.entries(auditEventListFields).find(([, f]) => f.column === column)!;

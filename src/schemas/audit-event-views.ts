@@ -1,11 +1,10 @@
+/*
+ * What `GET /audit-events` answers, as the API document describes it: stored audit events and the
+ * cursor paging of the trail. The services' view of an event is this schema's type, so the two
+ * cannot drift apart.
+ */
 import { z } from 'zod';
 import { count, instant } from './view-fields.js';
-
-/**
- * What `GET /audit-events` answers: stored audit events (the service's `AuditEventView`,
- * src/services/audit-event-view.ts, is held to this schema by the type check in
- * src/services/audit-event-query.ts) and the cursor paging of the trail.
- */
 
 export const auditEventViewSchema = z.object({
   id: z
@@ -43,4 +42,4 @@ export const cursorPaginationSchema = z.object({
 export const cursorListMetaSchema = z.object({ pagination: cursorPaginationSchema });
 
 export type CursorPagination = z.infer<typeof cursorPaginationSchema>;
-export type AuditEventViewSchema = z.infer<typeof auditEventViewSchema>;
+export type AuditEventView = z.infer<typeof auditEventViewSchema>;

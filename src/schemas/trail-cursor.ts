@@ -1,10 +1,10 @@
+/*
+ * The cursors of the audit event list: a position in the trail, `(tx, id)`, as opaque base64url
+ * text, so that clients cannot depend on what a position is made of. Clients pass them back
+ * unchanged; anything else is a 400 naming the parameter.
+ */
 import type { TrailPosition } from '../db/trail-query.js';
 import { validationError } from '../errors/app-error.js';
-
-/**
- * The cursors of the audit event list: a position in the trail, `(tx, id)`, as opaque base64url
- * text. Clients pass them back unchanged; anything else is a 400 naming the parameter.
- */
 
 const MAX_XID8 = 2n ** 64n - 1n;
 const MAX_BIGINT = 2n ** 63n - 1n;

@@ -1,14 +1,9 @@
 import type { Knex } from 'knex';
 import { comparePositions, type TrailPosition, type TrailQuery } from '../db/trail-query.js';
 import { auditEventListRepository } from '../repositories/audit-event-list-repository.js';
-import type { AuditEventViewSchema, CursorPagination } from '../schemas/audit-event-views.js';
+import type { AuditEventView, CursorPagination } from '../schemas/audit-event-views.js';
 import { encodeTrailCursor } from '../schemas/trail-cursor.js';
-import { auditEventView, type AuditEventView } from './audit-event-view.js';
-
-/** The view and the schema the API document is generated from must stay the same type. */
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const viewMatchesSchema: Same<AuditEventView, AuditEventViewSchema> = true;
-void viewMatchesSchema;
+import { auditEventView } from './audit-event-view.js';
 
 export interface AuditEventPage {
   items: AuditEventView[];
@@ -26,15 +21,16 @@ const positionOf = (row: { tx: string; id: string }): TrailPosition => ({ tx: ro
 export function createAuditEventQuery({ knex }: { knex: Knex }) {
   return {
     async list(q: TrailQuery): Promise<AuditEventPage> {
-      const { rows, head } = await auditEventListRepository.page(knex, q);
-      const headPosition = { tx: head, id: '0' };
+      // One row past the page tells whether another page follows.
+      const read = await auditEventListRepository.page(knex, { ...q, limit: q.limit + 1 });
+      const rows = read.rows.slice(0, q.limit);
+      const headPosition = { tx: read.head, id: '0' };
       const last = rows.at(-1);
       let next: TrailPosition | null;
-      if (q.order === 'newest-first') {
-        // A full page may have more behind it; a short one was the end.
-        next = rows.length === q.limit && last ? positionOf(last) : null;
-      } else if (rows.length === q.limit && last) {
+      if (read.rows.length > q.limit && last) {
         next = positionOf(last);
+      } else if (q.order === 'newest-first') {
+        next = null;
       } else {
         // Every matching row below the head was returned: the next read may start at the head
         // (never moving back, should the given cursor already be past it).

@@ -1,25 +1,12 @@
 import type { AuditEventRow } from '../repositories/audit-event-row.js';
+import type { AuditEventView } from '../schemas/audit-event-views.js';
 
 /**
  * A stored audit event as the management API lists it and as webhook deliveries carry it in
  * `data`: the named columns as camelCase fields, every other field of the event under `details`.
- * An aggregated failure (failed attempts of one identity, or of unknown usernames, address and
+ * An aggregated failure (failed attempts per event, outcome, method, identity, address network and
  * minute) has `attempts` above 1 and `lastAt`, the time of its latest attempt.
  */
-export interface AuditEventView {
-  id: string;
-  event: string;
-  occurredAt: string;
-  outcome?: string;
-  identityId?: string;
-  actorId?: string;
-  sourceAddress?: string;
-  requestId?: string;
-  attempts: number;
-  lastAt?: string;
-  details: Record<string, unknown>;
-}
-
 export function auditEventView(row: AuditEventRow): AuditEventView {
   return {
     id: row.id,

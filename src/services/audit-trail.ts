@@ -66,9 +66,10 @@ export async function recordSessionEnded(
 }
 
 /**
- * Writes each event as one structured log line (`event` field) and hands it to in-process
- * listeners (metrics count from the same events, so the two never disagree). The request id,
- * client address and caller are taken from the request scope when the event does not name them.
+ * The audit trail: `store` for a change, in its transaction; `storeAlone` for a decision with no
+ * write; `storeAttempt` for a failed or refused login or second factor (aggregated per minute);
+ * `hold` with `takeHeld` or `storeHeld` for a successful one, stored by the write the login makes
+ * anyway (docs/architecture.md, "Audit trail").
  */
 export interface AuditTrail {
   /** Logs `event` only: for events about this instance alone (`revocation.received`). */
@@ -87,11 +88,11 @@ export interface AuditTrail {
    * A failed or refused attempt (`auth.login`, `auth.second-factor`, a wrong or throttled device
    * user code): counted in one row per event, outcome, method, identity (none for a username that
    * names no identity), client address network and minute (`attemptAggregateKey`;
-   * docs/operations.md, "Audit events"), then logged. `trx`: the transaction of a write the
-   * refusal makes anyway (logged once it commits, with `afterCommit`), else one statement of its
-   * own. A typed username is never part of the event: people type passwords into that field.
+   * docs/operations.md, "Audit events"), then logged. `tx`: the transaction of a write the
+   * refusal makes anyway, with its `afterCommit` (logged once it commits); without it, one
+   * statement of its own. A typed username is never part of the event: people type passwords into that field.
    */
-  storeAttempt(event: AuditEvent, options?: AttemptOptions): Promise<void>;
+  storeAttempt(event: AuditEvent, tx?: AttemptTransaction): Promise<void>;
   /**
    * A successful authentication decided on this request (`auth.login`, `auth.second-factor`):
    * held for the write the login makes on this request (`takeHeld`, `storeHeld`), which stores it
@@ -111,10 +112,10 @@ export interface AuditTrail {
   subscribe(listener: AuditListener): () => void;
 }
 
-export interface AttemptOptions {
-  /** The transaction of a write the refusal makes anyway, with its `afterCommit`. */
-  trx?: Knex.Transaction;
-  afterCommit?: AfterCommit;
+/** The transaction of a write the refusal makes anyway, and its `afterCommit`: always both. */
+export interface AttemptTransaction {
+  trx: Knex.Transaction;
+  afterCommit: AfterCommit;
 }
 
 /** Held events taken by a write: their stored form, and their log lines once it committed. */
@@ -146,6 +147,9 @@ function storedForm(e: AuditEvent): AuditEventInsert {
 }
 
 /**
+ * Writes each event as one structured log line (`event` field) and hands it to in-process
+ * listeners (metrics count from the same events, so the two never disagree). The request id,
+ * client address and caller are taken from the request scope when the event does not name them.
  * `knex`: where the events that join no write of their own are stored (`storeAlone`,
  * `storeAttempt`, what a request held and no write took); without it (tools, unit tests) those
  * are only logged.
@@ -203,11 +207,11 @@ export function createAuditTrail(logger: Logger, knex?: Knex): AuditTrail {
       if (knex) await auditEventsRepository.insert(knex, storedForm(event));
       record(event);
     },
-    async storeAttempt(raw, { trx, afterCommit } = {}) {
+    async storeAttempt(raw, tx) {
       const event = withScope(raw);
-      const db = trx ?? knex;
+      const db = tx?.trx ?? knex;
       if (db) await auditEventsRepository.upsertAttempt(db, storedForm(event), attemptAggregateKey(event));
-      if (trx && afterCommit) afterCommit(() => record(event));
+      if (tx) tx.afterCommit(() => record(event));
       else record(event);
     },
     async hold(raw) {

@@ -76,14 +76,6 @@ export function runJanitor(
   };
 }
 
-/** How long stored audit events are kept: `audit.retention`, in seconds (90 days by default). */
-export interface TrailRetention {
-  auditEventsSeconds: number;
-}
-
-/** The default of `audit.retention` (src/config/config-schema.ts). */
-export const DEFAULT_TRAIL_RETENTION: TrailRetention = { auditEventsSeconds: 90 * 86_400 };
-
 /** Webhook deliveries (and their attempts) are kept 30 days, whatever their state. */
 export const WEBHOOK_DELIVERY_RETENTION_MS = 30 * 86_400_000;
 
@@ -96,22 +88,25 @@ export function startJanitor(
   knex: Knex,
   logger: Logger,
   lock: InstanceLock,
-  retention: TrailRetention,
+  auditRetentionSeconds: number,
 ): () => Promise<void> {
   return runJanitor(
-    (signal) => deleteExpiredRows(knex, new Date(), signal, retention),
+    (signal) => deleteExpiredRows(knex, new Date(), signal, auditRetentionSeconds),
     lock,
     logger,
     'expired rows',
   );
 }
 
-/** One janitor pass (without the lock). */
+/**
+ * One janitor pass (without the lock). `auditRetentionSeconds` is `audit.retention`; without it
+ * (passes that test other tables) audit events are kept.
+ */
 export async function deleteExpiredRows(
   knex: Knex,
   now: Date,
   signal?: AbortSignal,
-  retention: TrailRetention = DEFAULT_TRAIL_RETENTION,
+  auditRetentionSeconds?: number,
 ): Promise<{
   sessions: number;
   revocations: number;
@@ -123,7 +118,6 @@ export async function deleteExpiredRows(
   webhookDeliveries: number;
 }> {
   const totpBefore = new Date(now.getTime() - TOTP_FAILURE_WINDOW_MS);
-  const eventsBefore = new Date(now.getTime() - retention.auditEventsSeconds * 1000);
   const deliveriesBefore = new Date(now.getTime() - WEBHOOK_DELIVERY_RETENTION_MS);
   return {
     sessions: await drainExpired((limit) => apiSessionsRepository.deleteExpired(knex, now, limit), signal),
@@ -144,10 +138,18 @@ export async function deleteExpiredRows(
       (limit) => accountSessionsRepository.deleteExpired(knex, now, limit),
       signal,
     ),
-    auditEvents: await drainExpired(
-      (limit) => auditRetentionRepository.deleteEventsBefore(knex, eventsBefore, limit),
-      signal,
-    ),
+    auditEvents:
+      auditRetentionSeconds === undefined
+        ? 0
+        : await drainExpired(
+            (limit) =>
+              auditRetentionRepository.deleteEventsBefore(
+                knex,
+                new Date(now.getTime() - auditRetentionSeconds * 1000),
+                limit,
+              ),
+            signal,
+          ),
     webhookDeliveries: await drainExpired(
       (limit) => auditRetentionRepository.deleteDeliveriesBefore(knex, deliveriesBefore, limit),
       signal,

@@ -210,6 +210,19 @@ describe('stored audit events on the management API', () => {
     }
   });
 
+  test('the last page has no next cursor, also when it is exactly full', async () => {
+    const filter = 'identityId = "list-fixture-a"';
+    const whole = await list(q(filter, '&limit=6'));
+    expect(ids(whole.data)).toEqual(expected((f) => f.identityId === 'list-fixture-a'));
+    expect(whole.pagination.nextCursor).toBeNull();
+
+    const first = await list(q(filter, '&limit=3'));
+    expect(first.pagination.nextCursor).toEqual(expect.any(String));
+    const second = await list(`${q(filter, '&limit=3')}&cursor=${first.pagination.nextCursor}`);
+    expect(ids([...first.data, ...second.data])).toEqual(ids(whole.data));
+    expect(second.pagination.nextCursor).toBeNull();
+  });
+
   test('following: after the head cursor come exactly the later events, oldest first', async () => {
     const filter = q('event = "identity.created"', '&limit=2');
     const first = await list(filter);

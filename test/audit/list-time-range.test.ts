@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import type { TrailPosition } from '../../src/db/trail-query.js';
 import { PROBE_ROWS } from '../../src/repositories/audit-event-list-repository.js';
+import { encodeTrailCursor } from '../../src/schemas/trail-cursor.js';
 import { startTestServer, type TestServer } from '../helpers/test-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { managementApi, type ManagementApi } from '../identities/identity-fixtures.js';
@@ -76,8 +78,13 @@ describe('audit events by time range, near the head and far behind it', () => {
   });
 
   test('following a range from its oldest event reaches each later one once, oldest first', async () => {
-    const old = await admin.get(`/audit-events?${filter('event = "range.old"')}&limit=${OLD}`);
-    let cursor = old.body.meta.pagination.nextCursor as string;
+    // The position of the oldest event, as a page ending there would return it.
+    const oldest = (await server.app
+      .knex('audit_events')
+      .where('event', 'range.old')
+      .orderBy('audit_events.id')
+      .first(server.app.knex.raw('tx::text as tx, id::text as id'))) as TrailPosition;
+    let cursor = encodeTrailCursor(oldest);
     const range = filter(`occurredAt >= "${minute(0)}" and occurredAt < "${minute(OLD)}"`);
     const seen: string[] = [];
     for (;;) {
