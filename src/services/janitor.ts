@@ -77,7 +77,7 @@ export function runJanitor(
 }
 
 /** Webhook deliveries (and their attempts) are kept 30 days, whatever their state. */
-export const WEBHOOK_DELIVERY_RETENTION_MS = 30 * 86_400_000;
+const WEBHOOK_DELIVERY_RETENTION_MS = 30 * 86_400_000;
 
 /**
  * Deletes expired API sessions, revocations, ended failure windows, passkey challenges never

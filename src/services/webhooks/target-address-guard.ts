@@ -60,7 +60,7 @@ const refusal = (message: string) => Object.assign(new Error(message), { code: T
  * resolved to stays unsaid, or the refusals would map the internal network for whoever may set
  * a webhook's URL.
  */
-export function refusedAddressProblem(
+function refusedAddressProblem(
   address: string,
   allowPrivateTargets: boolean,
   named = false,

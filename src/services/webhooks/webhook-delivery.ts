@@ -12,9 +12,9 @@ import { webhookHeaders } from './webhook-signature.js';
 
 const HOUR_MS = 3600_000;
 /** A delivery is tried for this long after its event; then it has failed. */
-export const DELIVERY_WINDOW_MS = 24 * HOUR_MS;
+const DELIVERY_WINDOW_MS = 24 * HOUR_MS;
 /** A webhook whose every attempt has failed for this long is disabled. */
-export const DISABLE_AFTER_MS = 24 * HOUR_MS;
+const DISABLE_AFTER_MS = 24 * HOUR_MS;
 /** How long an attempt waits for the receiver's answer. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
 /** Longer than an attempt may take (its timeout), so that a lease never ends under a live send. */
@@ -26,7 +26,7 @@ const MAX_RETRY_MS = HOUR_MS;
  * The pause before the next attempt after `failures` failed ones: 5 s doubling per failure, at
  * most an hour, spread by ±25 % so that the deliveries of one outage do not come back together.
  */
-export function retryDelayMs(failures: number, random: () => number = Math.random): number {
+function retryDelayMs(failures: number, random: () => number = Math.random): number {
   const base = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, failures - 1));
   return Math.round(base * (0.75 + 0.5 * random()));
 }

@@ -49,7 +49,7 @@ export function webhookOverridesFromEnv(env: NodeJS.ProcessEnv): WebhookOverride
 }
 
 /** Names this process in claims and attempts, as the lease locks name their holder. */
-export const newInstanceId = () => `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
+const newInstanceId = () => `${hostname()}:${process.pid}:${randomBytes(6).toString('hex')}`;
 
 /**
  * Runs webhook delivery in this process: every second, and soon after this process records an

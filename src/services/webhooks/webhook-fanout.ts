@@ -3,7 +3,7 @@ import { webhookOutboxRepository } from '../../repositories/webhook-outbox-repos
 import { auditEventView } from '../audit-event-view.js';
 
 /** Events per fan-out step. */
-export const FANOUT_BATCH = 500;
+const FANOUT_BATCH = 500;
 /** Steps per pass: a backlog is worked through in steps, and a pass still ends. */
 const MAX_STEPS = 20;
 

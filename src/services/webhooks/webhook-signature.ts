@@ -1,6 +1,5 @@
 import { createHmac } from 'node:crypto';
-
-const SECRET_PREFIX = 'whsec_';
+import { WEBHOOK_SECRET_PREFIX } from './webhook-secret.js';
 
 /** Names the sender to receivers and their logs. */
 export const WEBHOOK_USER_AGENT = 'svc-controller-webhooks/1';
@@ -10,9 +9,9 @@ export const WEBHOOK_USER_AGENT = 'svc-controller-webhooks/1';
  * `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` under the secret's key, the base64
  * after `whsec_`.
  */
-export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
+function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
   const key = Buffer.from(
-    secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
+    secret.startsWith(WEBHOOK_SECRET_PREFIX) ? secret.slice(WEBHOOK_SECRET_PREFIX.length) : secret,
     'base64',
   );
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64')}`;
