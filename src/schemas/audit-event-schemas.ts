@@ -2,7 +2,7 @@ import type { FilterClause } from '../db/list-query.js';
 import type { TrailQuery } from '../db/trail-query.js';
 import { validationError } from '../errors/app-error.js';
 import { quote, type ListFields } from './list-filter.js';
-import { MAX_PARAM_BYTES, parseListQuery } from './list-query.js';
+import { parseListQuery, refuseOffsetAndSort, singleValue } from './list-query.js';
 import { decodeTrailCursor } from './trail-cursor.js';
 
 /**
@@ -40,29 +40,16 @@ function checkIndexed(clause: FilterClause): void {
   }
 }
 
-function single(query: Record<string, unknown>, name: string): string | undefined {
-  const value = query[name];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw validationError(name, 'must be given once');
-  if (Buffer.byteLength(value, 'utf8') > MAX_PARAM_BYTES)
-    throw validationError(name, `must be at most ${MAX_PARAM_BYTES} bytes long`);
-  return value;
-}
-
 /** Parses `ctx.query` of `GET /audit-events`; every bad value is a COULD_NOT_VALIDATE naming its parameter. */
 export function parseAuditEventList(query: Record<string, unknown>): TrailQuery {
-  for (const name of ['offset', 'sort']) {
-    if (query[name] !== undefined) {
-      throw validationError(
-        name,
-        'is not supported on this list: it is newest first and pages by cursor (meta.pagination.nextCursor)',
-      );
-    }
-  }
+  refuseOffsetAndSort(
+    query,
+    'is not supported on this list: it is newest first and pages by cursor (meta.pagination.nextCursor)',
+  );
   const { limit, filter } = parseListQuery(query, auditEventListFields);
   filter.forEach(checkIndexed);
-  const cursor = single(query, 'cursor');
-  const after = single(query, 'after');
+  const cursor = singleValue(query, 'cursor');
+  const after = singleValue(query, 'after');
   if (cursor !== undefined && after !== undefined) {
     throw validationError('after', 'cannot be given with cursor: cursor pages back, after follows forward');
   }

@@ -30,7 +30,7 @@ export function parseListQuery(
 }
 
 /** Koa gives string[] for repeated parameters; which one was meant is unknowable, so refuse. */
-function singleValue(query: Record<string, unknown>, name: string): string | undefined {
+export function singleValue(query: Record<string, unknown>, name: string): string | undefined {
   const value = query[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw validationError(name, 'must be given once');
@@ -40,7 +40,7 @@ function singleValue(query: Record<string, unknown>, name: string): string | und
   return value;
 }
 
-function parseInteger(
+export function parseInteger(
   query: Record<string, unknown>,
   name: string,
   min: number,
@@ -94,4 +94,14 @@ function parseSortItem(item: string, n: number, fields: ListFields, seen: Set<st
 /** A parser of one resource's list queries: its field map and the order when no sort is given. */
 export function listQueryParser(fields: ListFields, defaultSort: string) {
   return (query: Record<string, unknown>): ListQuery => parseListQuery(query, fields, defaultSort);
+}
+
+/**
+ * Lists paged by cursor refuse `offset` and `sort` rather than ignore them: an offset would repeat
+ * or skip rows added meanwhile, and their order is fixed.
+ */
+export function refuseOffsetAndSort(query: Record<string, unknown>, why: string): void {
+  for (const name of ['offset', 'sort']) {
+    if (query[name] !== undefined) throw validationError(name, why);
+  }
 }
