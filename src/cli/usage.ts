@@ -18,16 +18,24 @@ function wrap(text: string, width: number): string[] {
   return [...lines, line];
 }
 
-/** Two columns; on a terminal too narrow for a line, the right one wraps under itself. */
+/** Wider left entries would leave under 20 characters of an 80-column terminal to the right one. */
+const MAX_LEFT = 56;
+
+/**
+ * Two columns; on a terminal too narrow for a line, the right one wraps under itself. A left entry
+ * longer than MAX_LEFT stands on a line of its own, its explanation under it.
+ */
 function columns(rows: [string, string][], total?: number): string {
-  const width = Math.max(...rows.map(([left]) => left.length));
+  const width = Math.max(0, ...rows.map(([left]) => left.length).filter((n) => n <= MAX_LEFT));
   const indent = width + 4;
   // Below 20 characters of room a wrapped column reads worse than a long line.
   const room = total === undefined || total - indent < 20 ? undefined : total - indent;
   return rows
     .map(([left, right]) => {
       const [first, ...rest] = room === undefined ? [right] : wrap(right, room);
-      return [`  ${left.padEnd(width)}  ${first}`, ...rest.map((r) => ' '.repeat(indent) + r)].join('\n');
+      const under = rest.map((r) => ' '.repeat(indent) + r);
+      if (left.length > width) return [`  ${left}`, ' '.repeat(indent) + first, ...under].join('\n');
+      return [`  ${left.padEnd(width)}  ${first}`, ...under].join('\n');
     })
     .join('\n');
 }
