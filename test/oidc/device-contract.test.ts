@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { openPayload } from '../../src/oidc/stored-payload.js';
 import { oidcPayloadsRepository } from '../../src/repositories/oidc-payloads-repository.js';
 import { capturedAuditLog } from '../helpers/audit-log.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { refreshTokens } from '../helpers/oidc-client.js';
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startTestServer, type TestServer } from '../helpers/test-server.js';
 import { managementApi, enrolledUpdbUser } from '../identities/identity-fixtures.js';
@@ -171,7 +172,10 @@ describe('contract: oidc-provider internals behind the device authorization gran
 
       expect(poll.body.error).toBe('expired_token');
       expect(seen).toEqual(['expired_token']);
-      expect(audit.events().some((e) => e.event === 'oidc.device.expired')).toBe(true);
+      // Logged once its own insert has committed, after the poll was answered.
+      await waitFor(() => audit.events().some((e) => e.event === 'oidc.device.expired'), {
+        what: 'the oidc.device.expired audit event',
+      });
     } finally {
       entry().provider.off('grant.error', listener);
     }
