@@ -12,7 +12,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createDatabase } from '../../src/db/create-database.js';
+import { createDatabase, type Database } from '../../src/db/create-database.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -24,6 +24,24 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
  */
 export async function copyMigratedPglite(target: string): Promise<void> {
   cpSync(await templateDir(), target, { recursive: true });
+}
+
+/**
+ * A migrated embedded database in a directory of its own, removed by `drop`. A fresh in-memory
+ * PGlite would run initdb inside WASM again; two of those at once in one jest worker have been
+ * seen to stall past knex's acquire timeout on a loaded machine.
+ */
+export async function migratedPglite(): Promise<{ db: Database; drop: () => Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-pglite-'));
+  await copyMigratedPglite(join(dir, 'db'));
+  const db = createDatabase({ kind: 'pglite', dataDir: join(dir, 'db') });
+  return {
+    db,
+    drop: async () => {
+      await db.knex.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 let template: Promise<string> | undefined;

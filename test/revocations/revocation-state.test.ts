@@ -5,6 +5,7 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { createRevocationState, type RevocationState } from '../../src/services/revocation-state.js';
 import { revocationsRepository } from '../../src/repositories/revocations-repository.js';
 import { deleteExpiredRows } from '../../src/services/janitor.js';
+import { migratedPglite } from '../helpers/pglite-template.js';
 import { createTestDatabaseUrl, testWithPostgres } from '../helpers/test-database.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -17,15 +18,15 @@ const arrives = (check: () => boolean, what: string) =>
 
 describe('revocation state kept in memory', () => {
   let url: { url: string; drop: () => Promise<void> } | undefined;
+  let embedded: { db: Database; drop: () => Promise<void> } | undefined;
   let writer: Database;
   let reader: Database;
   let state: RevocationState;
 
   beforeAll(async () => {
     url = await createTestDatabaseUrl();
-    writer = url
-      ? createDatabase({ kind: 'pg', connectionString: url.url, poolMax: 2 })
-      : createDatabase({ kind: 'pglite' });
+    if (!url) embedded = await migratedPglite();
+    writer = url ? createDatabase({ kind: 'pg', connectionString: url.url, poolMax: 2 }) : embedded!.db;
     reader = url ? createDatabase({ kind: 'pg', connectionString: url.url, poolMax: 2 }) : writer;
     await migrateToLatest(writer);
     state = createRevocationState({ database: reader, logger, pollMs: 1000 });
@@ -33,7 +34,8 @@ describe('revocation state kept in memory', () => {
   });
   afterAll(async () => {
     await state.stop();
-    await writer.knex.destroy();
+    if (embedded) await embedded.drop();
+    else await writer.knex.destroy();
     if (reader !== writer) await reader.knex.destroy();
     await url?.drop();
   });
@@ -147,9 +149,8 @@ describe('revocation state kept in memory', () => {
 
 describe('the janitor', () => {
   test('deletes expired sessions and revocations and keeps live ones', async () => {
-    const db = createDatabase({ kind: 'pglite' });
+    const { db, drop } = await migratedPglite();
     try {
-      await migrateToLatest(db);
       const past = new Date(Date.now() - 1000);
       await revocationsRepository.insert(db.knex, {
         kind: 'api_session',
@@ -168,7 +169,7 @@ describe('the janitor', () => {
         'new',
       ]);
     } finally {
-      await db.knex.destroy();
+      await drop();
     }
   });
 });
