@@ -6,7 +6,8 @@ const TABLE = 'knex_migrations';
 export const migrationsRepository = {
   /** The name of the migration applied last (e.g. `024_webhook_delivery_due_index`); null before any. */
   async newest(db: Db): Promise<string | null> {
-    const row = (await db(TABLE).select('name').orderBy('id', 'desc').first()) as { name: string } | undefined;
+    const row = (await db(TABLE).select('name').orderBy('id', 'desc').first()) as
+      { name: string } | undefined;
     return row?.name ?? null;
   },
 };

@@ -37,10 +37,10 @@ type PoolLike = {
 };
 
 /**
- * The process's Prometheus registry: prom-client's default process and Node series, the HTTP
- * series (recorded by `middleware/metrics.ts`), and the series of security events, token grants,
- * password hashing, the database and the revocation feed. One per process; the parts that feed it
- * get a small callback each (an observer), so nothing below imports it.
+ * The process's Prometheus registry: prom-client's default process and Node series, the build's
+ * release, the HTTP series (recorded by `middleware/metrics.ts`), and the series of security
+ * events, token grants, password hashing, the database and the revocation feed. One per process;
+ * the parts that feed it get a small callback each (an observer), so nothing below imports it.
  */
 export function createMetricsRegistry() {
   const registry = new Registry();
