@@ -28,6 +28,7 @@ import { wellKnownRoutes } from './routes/well-known-routes.js';
 import { metricsRoutes } from './routes/metrics-routes.js';
 import { createMetricsRegistry } from './services/metrics-registry.js';
 import type { WebhookOverrides } from './services/webhooks/webhook-dispatcher.js';
+import { controllerVersion } from './version.js';
 
 export interface RunningListener {
   name: string;
@@ -234,7 +235,7 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
     }
     serving.now = true;
     logger.info(
-      { listeners: listeners.map((l) => ({ name: l.name, urls: l.urls })) },
+      { version: controllerVersion, listeners: listeners.map((l) => ({ name: l.name, urls: l.urls })) },
       'controller listening',
     );
 

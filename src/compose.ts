@@ -65,6 +65,7 @@ import { createWebhookService } from './services/webhooks/webhook-service.js';
 import { createOutboundPost } from './services/webhooks/outbound-post.js';
 import { DEFAULT_LEASE_MS, DELIVERY_TIMEOUT_MS } from './services/webhooks/webhook-delivery.js';
 import { startWebhookDispatcher, type WebhookOverrides } from './services/webhooks/webhook-dispatcher.js';
+import { createVersionReport } from './services/version-report.js';
 
 export interface ComposeDeps {
   config: Config;
@@ -423,6 +424,7 @@ function createRouteDeps(
     webhooks: services.webhooks,
     webhookDeliveries: services.webhookDeliveries,
     auditEvents: createAuditEventQuery({ knex: database.knex }),
+    versionReport: createVersionReport({ database }),
   };
 }
 

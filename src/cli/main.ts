@@ -15,6 +15,7 @@ import { importCommands } from './import-command.js';
 import { keysCommands } from './keys-commands.js';
 import { loginCommand } from './login-command.js';
 import { terminalText } from './terminal-text.js';
+import { versionCommand } from './version-command.js';
 import { webhookCommands } from './webhook-commands.js';
 import { commandHelp, groupHelp } from './usage.js';
 
@@ -32,6 +33,7 @@ export const commands: CommandSpec[] = [
   enrollCommand,
   ...keysCommands,
   ...controllerCommands,
+  versionCommand,
   completionCommand(() => commands),
 ];
 
@@ -95,6 +97,14 @@ async function runCommand(command: CommandSpec, args: string[], io: CliIo): Prom
 
 async function dispatch(argv: string[], io: CliIo): Promise<number> {
   const { words, rest } = splitCommandWords(argv);
+  // `svc --version`, as most command lines spell it, is the `version` command.
+  if (words.length === 0 && rest.includes('--version')) {
+    return runCommand(
+      versionCommand,
+      rest.filter((t) => t !== '--version'),
+      io,
+    );
+  }
   const command = commands.find((c) => c.words.join(' ') === words.join(' '));
   if (command) return runCommand(command, rest, io);
   const group = commands.filter((c) => startsWith(c.words, words));

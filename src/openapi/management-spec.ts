@@ -6,6 +6,7 @@ import { ref, type JsonSchema } from './json-schema.js';
 import { buildDocument, type RouteDoc } from './operations.js';
 import { dataResponse, emptyResponse, sessionRoutes } from './session-paths.js';
 import { webhookRoutes } from './webhook-paths.js';
+import { versionRoutes } from './version-paths.js';
 
 const conflict = { errors: ['CONFLICT'] } satisfies Extra;
 const unknownRefOrConflict = { errors: ['NOT_FOUND', 'CONFLICT'] } satisfies Extra;
@@ -341,7 +342,7 @@ export function managementSpec(): JsonSchema {
       title: 'svc edge management API',
       description:
         'Identities, their API sessions, enrollments, authenticators, auth policies, external JWT signers, ' +
-        'CAs, signing keys and the stored audit trail; every operation but login needs an admin (403 otherwise).',
+        'CAs, signing keys, the stored audit trail and the running version; every operation but login needs an admin (403 otherwise).',
       basePath: '/edge/management/v1',
     },
     [
@@ -355,6 +356,7 @@ export function managementSpec(): JsonSchema {
       ...keyRoutes,
       ...webhookRoutes(),
       ...auditEventRoutes(),
+      ...versionRoutes,
     ],
   );
 }

@@ -53,6 +53,7 @@ import {
   webhookSecretRotatedSchema,
   webhookViewSchema,
 } from '../schemas/webhook-views.js';
+import { controllerVersionViewSchema } from '../schemas/version-views.js';
 import type { JsonSchema } from './json-schema.js';
 
 /** Component name → the zod schema the services' views are typed against (src/schemas/*-views.ts). */
@@ -97,6 +98,7 @@ const views: Record<string, z.ZodType> = {
   AuditEvent: auditEventViewSchema,
   CursorPagination: cursorPaginationSchema,
   CursorListMeta: cursorListMetaSchema,
+  ControllerVersion: controllerVersionViewSchema,
 };
 
 /**

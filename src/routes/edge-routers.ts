@@ -18,6 +18,7 @@ import { apiSessionRoutes, ownApiSessionRoutes } from './api-session-routes.js';
 import { apiSessionEndingRoutes, ownApiSessionEndingRoutes } from './api-session-ending-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 import { auditEventRoutes } from './audit-event-routes.js';
+import { versionRoutes } from './version-routes.js';
 
 /** The edge-client and edge-management routers (`/edge/{client,management}/v1`). */
 export function edgeRouters(deps: RouteDeps): { client: Router; management: Router } {
@@ -51,6 +52,7 @@ export function edgeRouters(deps: RouteDeps): { client: Router; management: Rout
   keyRoutes(management, deps);
   webhookRoutes(management, deps);
   auditEventRoutes(management, deps);
+  versionRoutes(management, deps);
   specRoutes(management, 'management');
   return { client, management };
 }

@@ -26,6 +26,7 @@ import type { AuditEventQuery } from '../services/audit-event-query.js';
 import type { UserCodeThrottle } from './user-code-throttle.js';
 import type { WebhookService } from '../services/webhooks/webhook-service.js';
 import type { WebhookDeliveryAdmin } from '../services/webhooks/webhook-delivery-admin.js';
+import type { VersionReport } from '../services/version-report.js';
 
 /**
  * What route modules may use: services, never repositories, so that every rule about the data
@@ -83,4 +84,6 @@ export interface RouteDeps {
   webhookDeliveries: WebhookDeliveryAdmin;
   /** The stored audit trail, newest first or followed after a cursor. */
   auditEvents: AuditEventQuery;
+  /** The running release, runtime and the database's newest migration (admins only). */
+  versionReport: VersionReport;
 }

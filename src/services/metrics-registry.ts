@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Knex } from 'knex';
 import type { AuditEvent } from './audit-trail.js';
+import { controllerVersion, runtimeVersion } from '../version.js';
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 // Argon2id with the OWASP minimum takes tens of milliseconds; a queue behind the thread pool, more.
@@ -36,15 +37,24 @@ type PoolLike = {
 };
 
 /**
- * The process's Prometheus registry: prom-client's default process and Node series, the HTTP
- * series (recorded by `middleware/metrics.ts`), and the series of security events, token grants,
- * password hashing, the database and the revocation feed. One per process; the parts that feed it
- * get a small callback each (an observer), so nothing below imports it.
+ * The process's Prometheus registry: prom-client's default process and Node series, the build's
+ * release, the HTTP series (recorded by `middleware/metrics.ts`), and the series of security
+ * events, token grants, password hashing, the database and the revocation feed. One per process;
+ * the parts that feed it get a small callback each (an observer), so nothing below imports it.
  */
 export function createMetricsRegistry() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
+
+  // The Prometheus "info" idiom: a constant 1 whose labels say which build answers, so that a
+  // query can join any series to the version that produced it (during a rolling upgrade, say).
+  new Gauge({
+    name: 'svc_build_info',
+    help: 'Always 1; its labels name the controller version and the Node.js runtime of this instance.',
+    labelNames: ['version', 'node'] as const,
+    registers,
+  }).set({ version: controllerVersion, node: runtimeVersion }, 1);
 
   const httpRequests = new Counter({
     name: 'svc_http_requests_total',

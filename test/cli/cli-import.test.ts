@@ -347,7 +347,7 @@ describe('svc edge import identities, tables, completion', () => {
       expect(run.stderr).toBe('');
       return run.stdout.trim();
     };
-    expect(complete('svc', '')).toBe('login edge enroll keys controller completion');
+    expect(complete('svc', '')).toBe('login edge enroll keys controller version completion');
     expect(complete('svc', 'edge', 'im')).toBe('import');
     expect(complete('svc', 'edge', 'import', 'identities', '--b')).toBe('--batch-size');
     expect(complete('svc', 'edge', 'import', 'identities', '--allow-a')).toBe('--allow-admins');

@@ -562,6 +562,10 @@ describe('real responses of every documented operation validate against the gene
     await m({ url: '/audit-events?offset=10', status: 400 });
   });
 
+  test('management: the running version, for admins', async () => {
+    await call('management', 'GET', '/version', { token: admin, status: 200 });
+  });
+
   test('every documented operation had its success and at least one error validated', () => {
     for (const api of ['client', 'management'] as const) {
       expect({ [api]: validators[api].unexercised() }).toEqual({ [api]: [] });
