@@ -3,7 +3,7 @@
  * the examples, the documentation's snippets, the OpenAPI document, the TLS and PROXY-protocol
  * listeners and the outbound webhook guards. They start a controller on the embedded database and
  * prove nothing more on PostgreSQL, so `TEST_DATABASE_URL` leaves them out (CI runs them on the
- * embedded leg); `TEST_EVERY_SUITE=1` runs them on PostgreSQL too. docs/architecture.md "Tests".
+ * embedded leg); `TEST_EVERY_SUITE=1` runs them on PostgreSQL too (README "Tests").
  */
 const DATABASE_INDEPENDENT = [
   '<rootDir>/src/',
