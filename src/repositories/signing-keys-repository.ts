@@ -65,6 +65,11 @@ export const signingKeysRepository = {
     await db('signing_keys').whereNull('retired_at').update({ retired_at: at });
   },
 
+  /** Every key: a restore's tokens must stop verifying (`replaceSigningKeys`). */
+  async deleteAll(db: Db): Promise<number> {
+    return db('signing_keys').delete();
+  },
+
   /** Keys retired before `before`: every token they signed has expired. */
   async deleteRetiredBefore(db: Db, before: Date): Promise<number> {
     return db('signing_keys').where('retired_at', '<', before).delete();
