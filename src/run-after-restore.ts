@@ -18,9 +18,7 @@ import { verifyMasterKey } from './services/master-key-check.js';
  */
 function masterKeyOf(config: Config): Buffer {
   if (!config.masterKey && !existsSync(join(config.dataDir, 'master.key'))) {
-    throw new Error(
-      `no master key: set SVC_MASTER_KEY, or put the backup's master.key in ${config.dataDir}`,
-    );
+    throw new Error(`no master key: set SVC_MASTER_KEY, or put the backup's master.key in ${config.dataDir}`);
   }
   return resolveMasterKey(config.masterKey, config.dataDir).key;
 }
@@ -34,10 +32,11 @@ async function endEverythingBeforeRestore(config: Config): Promise<string> {
   const unlock = config.databaseUrl ? () => undefined : lockDataDir(config.dataDir);
   const database = databaseFor(config);
   try {
-    // As a start would: the restored schema may be older than this version.
-    await migrateToLatest(database);
+    // Before anything changes, migrations included: a wrong key must leave the restore as it was.
     const box = createSecretBox(key);
     await verifyMasterKey(database.knex, box);
+    // As a start would: the restored schema may be older than this version.
+    await migrateToLatest(database);
     // The audit event's log line goes to stderr: stdout carries the summary line alone.
     const logger = pino({ level: config.logLevel, base: { service: 'svc-controller' } }, pino.destination(2));
     const summary = await afterRestore({ knex: database.knex, box, audit: createAuditTrail(logger) });

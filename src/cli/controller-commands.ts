@@ -40,8 +40,7 @@ export const controllerCommands: CommandSpec[] = [
   {
     words: ['controller', 'after-restore'],
     args: '',
-    summary:
-      'after a restore, before starting: end every session and token issued before it',
+    summary: 'after a restore, before starting: end every session and token issued before it',
     options: {},
     optionHelp: [],
     positionals: { min: 0, max: 0 },

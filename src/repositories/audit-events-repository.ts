@@ -118,9 +118,9 @@ export const auditEventsRepository = {
 
   /**
    * Every stored event's transaction id set to 0, so that they keep their `id` order and every new
-   * event follows them in the trail's `(tx, id)` order; answers how many rows were renumbered.
+   * event follows them in the trail's `(tx, id)` order.
    */
-  async renumberTransactions(db: Db): Promise<number> {
-    return db('audit_events').update({ tx: db.raw("'0'::xid8") });
+  async renumberTransactions(db: Db): Promise<void> {
+    await db.raw("UPDATE audit_events SET tx = '0'::xid8");
   },
 };

@@ -67,7 +67,8 @@ export const signingKeysRepository = {
 
   /** Every key: a restore's tokens must stop verifying (`replaceSigningKeys`). */
   async deleteAll(db: Db): Promise<number> {
-    return db('signing_keys').delete();
+    const { rows } = await db.raw('DELETE FROM signing_keys RETURNING kid');
+    return rows.length;
   },
 
   /** Keys retired before `before`: every token they signed has expired. */

@@ -21,7 +21,7 @@ export interface AfterRestoreSummary {
   oidcSessions: number;
   grants: number;
   refreshTokens: number;
-  /** Authorization codes and device codes not yet redeemed. */
+  /** Authorization and device codes not yet redeemed. */
   codes: number;
   accountSessions: number;
   /** The new signing key, and how many restored keys were withdrawn. */
@@ -83,15 +83,22 @@ export async function afterRestore(deps: AfterRestoreDeps): Promise<AfterRestore
   });
 }
 
+const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
 /** The one line the restore step prints. */
 export function afterRestoreLine(s: AfterRestoreSummary): string {
-  const ended =
-    `ended ${s.apiSessions} API sessions, ${s.oidcSessions} OIDC sessions, ${s.grants} grants, ` +
-    `${s.refreshTokens} refresh tokens, ${s.codes} unredeemed codes, ${s.accountSessions} account page sessions`;
-  const keys = `signing key ${s.kid} replaces the ${s.keysWithdrawn} restored keys`;
+  const ended = [
+    count(s.apiSessions, 'API session'),
+    count(s.oidcSessions, 'OIDC session'),
+    count(s.grants, 'grant'),
+    count(s.refreshTokens, 'refresh token'),
+    count(s.codes, 'unredeemed code'),
+    count(s.accountSessions, 'account page session'),
+  ].join(', ');
+  const keys = `signing key ${s.kid} replaces ${count(s.keysWithdrawn, 'restored key')}`;
   const upTo = s.restoredUpTo
     ? `the restored data ends about ${s.restoredUpTo.toISOString()} (its newest audit event)`
     : 'the restored data has no audit events';
   const trail = s.trailRenumbered ? '; audit trail renumbered for this cluster' : '';
-  return `after restore: ${ended}; ${keys}; ${upTo}${trail}`;
+  return `after restore: ended ${ended}; ${keys}; ${upTo}${trail}`;
 }
