@@ -43,10 +43,12 @@ const CODE_MODELS = ['AuthorizationCode', 'DeviceCode', 'BackchannelAuthenticati
  * keys are replaced, so that no access or ID token issued before the restore verifies any more.
  * Identities, authenticators, policies, CAs and enrollments stay as restored.
  *
- * The audit trail orders events by the id of their transaction: restored into a cluster whose
- * counter is behind the dumped one, every new event would sort before the restored ones and the
- * webhook fan-out would pass over them, so then the restored rows and the fan-out's cursor are set
- * to transaction 0 (their `id` order kept).
+ * The audit trail orders events by the id of their transaction, and readers take only those below
+ * the oldest one still running (docs/adr/0015-audit-events-and-webhooks.md). Restored into a
+ * cluster whose counter is behind the dumped one, the restored events would look unfinished and
+ * stay unread, and the webhook fan-out, whose cursor is ahead, would pass over every new event;
+ * so then the restored rows and the fan-out's cursor are set to transaction 0 (their `id` order
+ * kept).
  */
 export async function afterRestore(deps: AfterRestoreDeps): Promise<AfterRestoreSummary> {
   return inTransaction(deps.knex, async (trx, afterCommit) => {
