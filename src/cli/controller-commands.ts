@@ -37,4 +37,16 @@ export const controllerCommands: CommandSpec[] = [
       await runController();
     },
   },
+  {
+    words: ['controller', 'after-restore'],
+    args: '',
+    summary: 'after a restore, before starting: end every session and token issued before it',
+    options: {},
+    optionHelp: [],
+    positionals: { min: 0, max: 0 },
+    async run() {
+      const { runAfterRestore } = await import('../run-after-restore.js');
+      await runAfterRestore();
+    },
+  },
 ];

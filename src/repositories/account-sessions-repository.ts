@@ -161,6 +161,15 @@ export const accountSessionsRepository = {
       : undefined;
   },
 
+  /** Every row, sign-ins in flight included (after a restore): how many unexpired sessions there were. */
+  async deleteAll(db: Db): Promise<number> {
+    const { rows } = await db.raw(
+      `WITH deleted AS (DELETE FROM account_sessions RETURNING kind, expires_at)
+       SELECT count(*)::int AS n FROM deleted WHERE kind = 'session' AND expires_at > now()`,
+    );
+    return (rows[0] as { n: number }).n;
+  },
+
   /** Expired rows (the janitor), at most `limit` per call. */
   async deleteExpired(db: Db, now: Date, limit = 1000): Promise<number> {
     const { rows } = await db.raw(

@@ -349,6 +349,15 @@ export const apiSessionsRepository = {
     return db('api_sessions').where({ identity_id: identityId }).delete().returning(['id', 'kind']);
   },
 
+  /** Every session, legacy and OIDC (after a restore): how many of them had not expired. */
+  async deleteAll(db: Db): Promise<number> {
+    const { rows } = await db.raw(
+      `WITH deleted AS (DELETE FROM api_sessions RETURNING expires_at)
+       SELECT count(*)::int AS n FROM deleted WHERE expires_at > now()`,
+    );
+    return (rows[0] as { n: number }).n;
+  },
+
   /** Expired sessions, at most `limit` per call. */
   async deleteExpired(db: Db, now: Date, limit = 1000): Promise<number> {
     const { rows } = await db.raw(

@@ -98,4 +98,29 @@ export const auditEventsRepository = {
       hashedKey(keyParts),
     ]);
   },
+
+  /** When the newest stored event happened: in a restored database, about when its dump was taken. */
+  async newestOccurredAt(db: Db): Promise<Date | null> {
+    const row = await db('audit_events').max({ at: 'occurred_at' }).first();
+    return row?.at ? new Date(row.at as Date | string) : null;
+  },
+
+  /**
+   * Whether a stored event's transaction id is at or beyond this cluster's counter: the rows came
+   * from another cluster (a restore), and new events would sort before them.
+   */
+  async aheadOfThisCluster(db: Db): Promise<boolean> {
+    const { rows } = await db.raw(
+      'SELECT EXISTS (SELECT 1 FROM audit_events WHERE tx >= pg_current_xact_id()) AS ahead',
+    );
+    return (rows[0] as { ahead: boolean }).ahead;
+  },
+
+  /**
+   * Every stored event's transaction id set to 0, so that they keep their `id` order and every new
+   * event follows them in the trail's `(tx, id)` order.
+   */
+  async renumberTransactions(db: Db): Promise<void> {
+    await db.raw("UPDATE audit_events SET tx = '0'::xid8");
+  },
 };

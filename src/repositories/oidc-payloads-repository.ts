@@ -202,6 +202,16 @@ export const oidcPayloadsRepository = {
     await db('oidc_payloads').where({ account_id: accountId }).delete();
   },
 
+  /** Every row of every model (after a restore): the live ones (unexpired, unconsumed) counted per model. */
+  async deleteAll(db: Db): Promise<Record<string, number>> {
+    const { rows } = await db.raw(
+      `WITH deleted AS (DELETE FROM oidc_payloads RETURNING model, expires_at, consumed_at)
+       SELECT model, count(*)::int AS n FROM deleted
+        WHERE (expires_at IS NULL OR expires_at > now()) AND consumed_at IS NULL GROUP BY model`,
+    );
+    return Object.fromEntries((rows as { model: string; n: number }[]).map((r) => [r.model, r.n]));
+  },
+
   /** Expired rows, at most `limit` per call so the janitor never holds long locks. */
   async deleteExpired(db: Db, before: Date, limit = 500): Promise<number> {
     const { rows } = await db.raw(

@@ -65,6 +65,12 @@ export const signingKeysRepository = {
     await db('signing_keys').whereNull('retired_at').update({ retired_at: at });
   },
 
+  /** Every key: a restore's tokens must stop verifying (`replaceSigningKeys`). */
+  async deleteAll(db: Db): Promise<number> {
+    const { rows } = await db.raw('DELETE FROM signing_keys RETURNING kid');
+    return rows.length;
+  },
+
   /** Keys retired before `before`: every token they signed has expired. */
   async deleteRetiredBefore(db: Db, before: Date): Promise<number> {
     return db('signing_keys').where('retired_at', '<', before).delete();

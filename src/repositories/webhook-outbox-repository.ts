@@ -230,6 +230,19 @@ interface ClaimRow {
 
 /** The webhook outbox (migrations/023_webhooks.ts): fan-out, claims with a lease, acknowledgements. */
 export const webhookOutboxRepository = {
+  /** Whether the fan-out's cursor is at or beyond this cluster's transaction counter (a restore). */
+  async dispatchAheadOfThisCluster(db: Db): Promise<boolean> {
+    const { rows } = await db.raw(
+      'SELECT EXISTS (SELECT 1 FROM webhook_dispatch WHERE last_tx >= pg_current_xact_id()) AS ahead',
+    );
+    return (rows[0] as { ahead: boolean }).ahead;
+  },
+
+  /** The cursor's transaction id set to 0, as the trail's own (`auditEventsRepository.renumberTransactions`). */
+  async rewindDispatchTransaction(db: Db): Promise<void> {
+    await db('webhook_dispatch').update({ last_tx: db.raw("'0'::xid8") });
+  },
+
   /** Up to `limit` settled events after the fan-out's cursor, numbered. */
   async nextEvents(db: Db, limit: number): Promise<SequencedEventRow[]> {
     return runFixed<SequencedEventRow>(db, NEXT_EVENTS, [limit]);

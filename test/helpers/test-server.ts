@@ -34,6 +34,8 @@ export interface TestServerOptions {
   overrides?: (tree: Record<string, any>) => void;
   /** Reuse a database (a second process on the same PostgreSQL). */
   databaseUrl?: string;
+  /** The embedded database in `dataDir` even when TEST_DATABASE_URL is set. */
+  embedded?: boolean;
   dataDir?: string;
   /** Where the server logs (default: silent, or TEST_LOG_LEVEL). */
   logger?: Logger;
@@ -44,7 +46,7 @@ export interface TestServerOptions {
 /** The whole controller on an ephemeral port over real HTTPS, with its own database. */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-test-'));
-  const db = options.databaseUrl ? undefined : await createTestDatabaseUrl();
+  const db = options.databaseUrl || options.embedded ? undefined : await createTestDatabaseUrl();
   const databaseUrl = options.databaseUrl ?? db?.url;
   const config = loadConfig({
     cwd: dataDir,

@@ -35,6 +35,41 @@ export interface KeyServiceDeps {
 const ALG = 'RS256';
 // Tokens may be verified a little after `exp` by clients with clock skew (oidc-provider: 15 s).
 const RETIRE_MARGIN_MS = 60_000;
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+/** A new RS256 key pair, its private JWK sealed with the master key; `kid` is its thumbprint. */
+async function generateSigningKey(box: SecretBox): Promise<Omit<SigningKey, 'createdAt' | 'signsFrom'>> {
+  const { privateKey, publicKey } = await generateKeyPair(ALG, { modulusLength: 2048, extractable: true });
+  const pub = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(pub);
+  const meta = { kid, alg: ALG, use: 'sig' };
+  const privateJwk = { ...(await exportJWK(privateKey)), ...meta };
+  return {
+    kid,
+    alg: ALG,
+    privateJwkEnc: box.seal(JSON.stringify(privateJwk)),
+    publicJwk: { ...pub, ...meta },
+    retiredAt: null,
+  };
+}
+
+/**
+ * After a restore (docs/operations.md, "Backups"): every stored key is withdrawn at once and a new
+ * one signs from now, in `trx`, so that no token signed before the restore verifies any more, here
+ * or at a resource server once it fetches `/oidc/keys` again. Returns the new key's id and how many
+ * keys were withdrawn.
+ */
+export async function replaceSigningKeys(
+  trx: Knex.Transaction,
+  box: SecretBox,
+): Promise<{ kid: string; withdrawn: number }> {
+  const key = await generateSigningKey(box);
+  await signingKeysRepository.lock(trx);
+  const withdrawn = await signingKeysRepository.deleteAll(trx);
+  // Signing already on an instance whose clock is a little behind this machine's.
+  await signingKeysRepository.insert(trx, { ...key, signsFrom: new Date(Date.now() - CLOCK_SKEW_MS) });
+  return { kid: key.kid, withdrawn };
+}
 
 /**
  * Signing keys in the database: private parts sealed with the master key,
@@ -51,20 +86,7 @@ export function createKeyService(deps: KeyServiceDeps) {
     return key.retiredAt.getTime() + lifetimeMs > at.getTime() ? 'retiring' : 'gone';
   }
 
-  async function generate(): Promise<Omit<SigningKey, 'createdAt' | 'signsFrom'>> {
-    const { privateKey, publicKey } = await generateKeyPair(ALG, { modulusLength: 2048, extractable: true });
-    const pub = await exportJWK(publicKey);
-    const kid = await calculateJwkThumbprint(pub);
-    const meta = { kid, alg: ALG, use: 'sig' };
-    const privateJwk = { ...(await exportJWK(privateKey)), ...meta };
-    return {
-      kid,
-      alg: ALG,
-      privateJwkEnc: deps.box.seal(JSON.stringify(privateJwk)),
-      publicJwk: { ...pub, ...meta },
-      retiredAt: null,
-    };
-  }
+  const generate = () => generateSigningKey(deps.box);
 
   const view = (key: SigningKey, state: KeyState): KeyView => ({
     kid: key.kid,
