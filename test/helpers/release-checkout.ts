@@ -19,8 +19,8 @@ export interface ReleaseCheckout {
   dir: string;
   /** What was done for its node_modules, in one line. */
   dependencies: string;
-  /** The highest migration number the release knows. */
-  newestMigration: number;
+  /** The newest migration the release knows, by name (`024_webhook_delivery_due_index`). */
+  newestMigration: string;
   remove(): void;
 }
 
@@ -71,13 +71,14 @@ function linkDependencies(root: string, dir: string): string {
   return done;
 }
 
-function newestMigrationOf(dir: string): number {
-  const numbers = git(dir, ['ls-files', 'migrations'])
+/** Migration names sort as knex applies them: `NNN_name`, byte-wise. */
+function newestMigrationOf(dir: string): string {
+  const names = git(dir, ['ls-files', 'migrations'])
     .split('\n')
-    .map((f) => /^migrations\/(\d+)_/.exec(f)?.[1])
+    .map((f) => /^migrations\/(\d{3}_[a-z0-9_]+)\.ts$/.exec(f)?.[1])
     .filter((n): n is string => n !== undefined)
-    .map(Number);
-  return Math.max(0, ...numbers);
+    .sort();
+  return names.at(-1) ?? '';
 }
 
 /**
