@@ -29,7 +29,8 @@ import {
 import { waitFor } from '../helpers/wait-for.js';
 import { startFrontLoad } from '../helpers/front-load.js';
 
-// An `npm ci` of another lock file on a cold cache comes first; the run itself is a few minutes.
+// Bounds far above a run on two busy cores; beforeAll has a longer one of its own, for an `npm ci`
+// of another lock file on a cold cache.
 jest.setTimeout(300_000);
 
 const MGMT = '/edge/management/v1';
@@ -92,12 +93,13 @@ describeWithPreviousRelease(
       ({ previous: prev, current: cur } = pair);
       const level = await compatibilityLevel(pair.dbUrl);
       levelRaised = levelIsAbove(level, checkout.newestMigration);
-      if (levelRaised) {
-        process.stderr.write(
-          `the current code raised the compatibility level to ${level}, past ${checkout.newestMigration} of ` +
-            `release ${release.version}: only its refusal to start is tested, not the two together\n`,
-        );
-      }
+      process.stderr.write(
+        levelRaised
+          ? `the current code raised the compatibility level to ${level}, past ${checkout.newestMigration} of ` +
+              `release ${release.version}: only its refusal to start is tested, not the two together\n`
+          : `compatibility level ${level ?? 'none'}, release ${release.version} knows up to ` +
+              `${checkout.newestMigration}: the two run together (nothing to refuse)\n`,
+      );
       const login = await prev.client.post(`${MGMT}/authenticate?method=password`, {
         body: { username: 'admin', password: ADMIN_PASSWORD },
       });
