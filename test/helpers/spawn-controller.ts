@@ -46,7 +46,10 @@ web:
   return file;
 }
 
-/** Runs `src/main.ts` as its own process, as `npm start` would (through tsx, on the current source). */
+/**
+ * Runs `src/main.ts` as its own process, as `npm start` would (through tsx, on the current source,
+ * or on the checkout at `root`: another release, with its own tsx and dependencies).
+ */
 export async function spawnController(
   env: Record<string, string>,
   port?: number,
@@ -54,6 +57,7 @@ export async function spawnController(
   unset: string[] = [],
   /** Node options before the entry, e.g. the heap limits of src/node-heap-options.ts. */
   nodeArgs: string[] = [],
+  root: string = process.cwd(),
 ): Promise<SpawnedController> {
   const p = port ?? (await freePort());
   let out = '';
@@ -67,14 +71,11 @@ export async function spawnController(
     ...env,
   };
   for (const name of unset) delete fullEnv[name];
-  const child = spawn(
-    process.execPath,
-    [...nodeArgs, '--import', 'tsx', join(process.cwd(), 'src', 'main.ts')],
-    {
-      env: fullEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(root, 'src', 'main.ts')], {
+    cwd: root,
+    env: fullEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
