@@ -265,11 +265,11 @@ export function checkMigration(name: string, source: string): string[] {
   return findBreakingConstructs(source).map(
     ({ name: construct, breaks }) =>
       `migration ${name} uses ${construct}: it ${breaks} while instances of the previous release ` +
-      'still run during a rolling upgrade. Spread the change over two releases (expand now: add the ' +
-      'new, write both, read the new with a fallback; contract in the next release), or raise the ' +
-      `compatibility level in this migration (raiseCompatibilityLevel(knex, { level: '${name}', ` +
-      "reason: '…' }) with the reason old instances cannot work on it) and say so in the CHANGELOG " +
-      '(docs/adr/0016-expand-contract-migrations.md).',
+      'still run during a rolling upgrade. Spread the change over two releases (expand: add the new, ' +
+      'write both, read the new with a fallback; contract in the next release), or raise the ' +
+      'compatibility level in this migration: raiseCompatibilityLevel(knex, { level, reason }) with ' +
+      `level the expand migration if this is its contract step, else '${name}', and the reason older ` +
+      'code cannot run on it; say so in the CHANGELOG (docs/adr/0016-expand-contract-migrations.md).',
   );
 }
 

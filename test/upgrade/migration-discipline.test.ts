@@ -42,10 +42,11 @@ describe('the expand/contract check of migrations', () => {
     expect(messages).toEqual([
       `migration ${NAME} uses dropColumn: it drops a column they read or write while instances of the ` +
         'previous release still run during a rolling upgrade. Spread the change over two releases ' +
-        '(expand now: add the new, write both, read the new with a fallback; contract in the next ' +
-        'release), or raise the compatibility level in this migration (raiseCompatibilityLevel(knex, { level: ' +
-        `'${NAME}', reason: '…' }) with the reason old instances cannot work on it) and say so in the ` +
-        'CHANGELOG (docs/adr/0016-expand-contract-migrations.md).',
+        '(expand: add the new, write both, read the new with a fallback; contract in the next release), ' +
+        'or raise the compatibility level in this migration: raiseCompatibilityLevel(knex, { level, ' +
+        `reason }) with level the expand migration if this is its contract step, else '${NAME}', and the ` +
+        'reason older code cannot run on it; say so in the CHANGELOG ' +
+        '(docs/adr/0016-expand-contract-migrations.md).',
     ]);
   });
 
