@@ -36,6 +36,14 @@ export interface Database {
   target: DatabaseTarget;
 }
 
+/**
+ * The migrations listed in code. A database may also record later migrations this code does not
+ * know, left by a newer release sharing it during a rolling upgrade: knex then leaves them alone
+ * instead of refusing ("the migration directory is corrupt"), and the compatibility level decides
+ * whether this code may run there (src/db/check-compatibility-level.ts).
+ */
+const migrationsConfig: Knex.MigratorConfig = { migrationSource, disableMigrationsListValidation: true };
+
 export function createDatabase(target: DatabaseTarget): Database {
   if (target.kind === 'pglite') {
     // PGlite creates only the last directory level itself (no `recursive`): make the whole path.
@@ -47,7 +55,7 @@ export function createDatabase(target: DatabaseTarget): Database {
       connection: {
         pglite: new PGlite({ dataDir: target.dataDir, extensions: { pg_trgm } }),
       } as Knex.PgConnectionConfig,
-      migrations: { migrationSource },
+      migrations: migrationsConfig,
       useNullAsDefault: true,
       compileSqlOnError: false,
     });
@@ -73,7 +81,7 @@ export function createDatabase(target: DatabaseTarget): Database {
     // Requests wait at most this long for a connection; then they fail (503) instead of piling up.
     pool: { min: 0, max: target.poolMax, acquireTimeoutMillis, createTimeoutMillis: acquireTimeoutMillis },
     acquireConnectionTimeout: acquireTimeoutMillis,
-    migrations: { migrationSource },
+    migrations: migrationsConfig,
     // A failed statement's error names its text, not its values (usernames, hashed ids, payloads).
     compileSqlOnError: false,
   });

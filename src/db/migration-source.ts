@@ -23,6 +23,7 @@ import * as m021 from '../../migrations/021_account_sessions.js';
 import * as m022 from '../../migrations/022_audit_events.js';
 import * as m023 from '../../migrations/023_webhooks.js';
 import * as m024 from '../../migrations/024_webhook_delivery_due_index.js';
+import * as m025 from '../../migrations/025_compatibility_level.js';
 
 /**
  * Migrations listed in code: names carry no file extension, so tsx, jest and dist agree
@@ -53,7 +54,11 @@ const migrations: Record<string, Knex.Migration> = {
   '022_audit_events': m022,
   '023_webhooks': m023,
   '024_webhook_delivery_due_index': m024,
+  '025_compatibility_level': m025,
 };
+
+/** The newest migration this code knows: what a database's compatibility level is compared with. */
+export const newestMigration = Object.keys(migrations).sort().at(-1)!;
 
 export const migrationSource: Knex.MigrationSource<string> = {
   getMigrations: async () => Object.keys(migrations).sort(),

@@ -164,6 +164,7 @@ describeWithPostgres('several processes on one PostgreSQL database', () => {
         '022_audit_events',
         '023_webhooks',
         '024_webhook_delivery_due_index',
+        '025_compatibility_level',
       ]);
       expect(admins.rows[0].n).toBe(1);
       expect(roots.rows[0].n).toBe(1);

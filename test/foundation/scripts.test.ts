@@ -35,7 +35,7 @@ describe('database scripts', () => {
         '011_instance_locks, 012_certificate_identity, 013_signer_token_lifetime, 014_mfa_enrollment_owner, ' +
         '015_api_session_origin, 016_identity_permissions, 017_policy_session_limit, ' +
         '018_policy_bind_tokens, 019_device_flow, 020_passkeys, 021_account_sessions, 022_audit_events, ' +
-        '023_webhooks, 024_webhook_delivery_due_index\n',
+        '023_webhooks, 024_webhook_delivery_due_index, 025_compatibility_level\n',
     });
     expect((await script('db-migrate.ts', env)).out).toBe('already up to date\n');
     const seeded = await script('db-seed.ts', env);
