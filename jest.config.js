@@ -1,3 +1,5 @@
+import process from 'node:process';
+
 /**
  * Suites whose subject is not the database: unit tests, the CLI, browsers driving the pages,
  * the examples, the documentation's snippets, the OpenAPI document, the TLS and PROXY-protocol
