@@ -10,7 +10,7 @@ import { preparePrivateDataDir, tightenTree } from './db/private-data-dir.js';
 import { resolveMasterKey } from './crypto/master-key.js';
 import { createSecretBox } from './crypto/secret-box.js';
 import { createLogger } from './logger.js';
-import { verifyMasterKey } from './services/master-key-check.js';
+import { verifyMasterKey, verifyMasterKeyBeforeMigrating } from './services/master-key-check.js';
 import { ensurePki, type PkiMaterial } from './services/pki-service.js';
 import { ensureFirstAdmin, type BootstrapResult } from './services/admin-bootstrap.js';
 import { countCertificatesNowRefused } from './services/count-certificates-now-refused.js';
@@ -137,14 +137,15 @@ export async function createApp(config: Config, options: CreateAppOptions = {}):
       unlock,
     ]);
   try {
-    const applied = await migrateToLatest(database);
-    if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
-    // The embedded database is open now: what PGlite unpacked or created 0666 becomes 0600.
-    if (database.kind === 'pglite') tightenTree(config.dataDir);
     const { key, generated } = resolveMasterKey(config.masterKey, config.dataDir);
     if (generated)
       logger.warn('generated a master key in the data directory; set SVC_MASTER_KEY to share it');
     const box = createSecretBox(key);
+    await verifyMasterKeyBeforeMigrating(knex, box);
+    const applied = await migrateToLatest(database);
+    if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
+    // The embedded database is open now: what PGlite unpacked or created 0666 becomes 0600.
+    if (database.kind === 'pglite') tightenTree(config.dataDir);
     await verifyMasterKey(knex, box);
     const pki = await ensurePki({
       knex,

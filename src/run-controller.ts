@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config/load-config.js';
+import { loadConfigOrExit } from './config/load-config-or-exit.js';
 import { createApp, type App } from './app.js';
 import { webhookOverridesFromEnv } from './services/webhooks/webhook-dispatcher.js';
 
@@ -9,16 +9,7 @@ import { webhookOverridesFromEnv } from './services/webhooks/webhook-dispatcher.
  * directory is left unlocked. The exit still comes within the grace period, counted from the signal.
  */
 export async function runController(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const graceSeconds = config.server.shutdownGracePeriod;
   const started: { app?: App } = {};
   let signalled: string | undefined;

@@ -25,11 +25,14 @@ export async function checkCompatibilityLevel(knex: Knex, code: RunningCode = ru
   const recorded = await readCompatibilityLevel(knex);
   if (!recorded || recorded.level <= code.newestMigration) return;
   const self = [code.version, `newest migration ${code.newestMigration}`].filter(Boolean).join(', ');
-  const raisedBy = recorded.raisedByVersion ? `, raised by ${recorded.raisedByVersion}` : '';
+  // Whatever the row holds, the refusal stays one line.
+  const oneLine = (text: string) => text.replace(/\s+/g, ' ');
+  const level = oneLine(recorded.level);
+  const raisedBy = recorded.raisedByVersion ? `, raised by ${oneLine(recorded.raisedByVersion)}` : '';
   throw new CompatibilityLevelError(
     `this controller (${self}) is older than this database allows ` +
-      `(compatibility level ${recorded.level}${raisedBy}: ${recorded.reason.replace(/\s+/g, ' ')}); ` +
-      `start a version that knows ${recorded.level}`,
+      `(compatibility level ${level}${raisedBy}: ${oneLine(recorded.reason)}); ` +
+      `start a version that knows ${level}`,
   );
 }
 

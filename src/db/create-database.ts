@@ -20,6 +20,8 @@ export interface PgTarget {
   acquireTimeoutMs?: number;
   /** How "one instance at a time" is held (src/db/instance-lock.ts); default `advisory`. */
   instanceLock?: 'advisory' | 'lease';
+  /** pg_stat_activity's name for these connections; default APPLICATION_NAME. */
+  applicationName?: string;
 }
 
 export type DatabaseTarget = PgTarget | { kind: 'pglite'; dataDir?: string };
@@ -66,7 +68,7 @@ export function createDatabase(target: DatabaseTarget): Database {
     client: PooledPgClient,
     connection: {
       connectionString: target.connectionString,
-      application_name: APPLICATION_NAME,
+      application_name: target.applicationName ?? APPLICATION_NAME,
       // A statement stuck behind a lock or a slow disk fails after this long instead of holding
       // its connection (and the requests queued behind it) indefinitely.
       ...(target.statementTimeoutMs ? { statement_timeout: target.statementTimeoutMs } : {}),
@@ -93,16 +95,19 @@ export function pgliteDir(dataDir: string): string {
 }
 
 /** PostgreSQL when `DATABASE_URL` is set, else the embedded database in the data directory. */
-export function databaseFor(config: {
-  databaseUrl?: string;
-  dataDir: string;
-  database: {
-    poolMax: number;
-    statementTimeout?: number;
-    acquireTimeout?: number;
-    instanceLock?: 'advisory' | 'lease';
-  };
-}): Database {
+export function databaseFor(
+  config: {
+    databaseUrl?: string;
+    dataDir: string;
+    database: {
+      poolMax: number;
+      statementTimeout?: number;
+      acquireTimeout?: number;
+      instanceLock?: 'advisory' | 'lease';
+    };
+  },
+  applicationName?: string,
+): Database {
   const { poolMax, statementTimeout = 0, acquireTimeout = 10 } = config.database;
   return config.databaseUrl
     ? createDatabase({
@@ -112,6 +117,7 @@ export function databaseFor(config: {
         statementTimeoutMs: statementTimeout * 1000,
         acquireTimeoutMs: Math.max(1, acquireTimeout) * 1000,
         instanceLock: config.database.instanceLock,
+        applicationName,
       })
     : createDatabase({ kind: 'pglite', dataDir: pgliteDir(config.dataDir) });
 }

@@ -161,7 +161,7 @@ export const accountSessionsRepository = {
       : undefined;
   },
 
-  /** Every row, sign-ins in flight included (after a restore): how many unexpired sessions there were. */
+  /** Every row, sign-ins in flight included, so that no restored sign-in goes on: how many unexpired sessions there were. */
   async deleteAll(db: Db): Promise<number> {
     const { rows } = await db.raw(
       `WITH deleted AS (DELETE FROM account_sessions RETURNING kind, expires_at)

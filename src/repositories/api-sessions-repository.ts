@@ -349,7 +349,7 @@ export const apiSessionsRepository = {
     return db('api_sessions').where({ identity_id: identityId }).delete().returning(['id', 'kind']);
   },
 
-  /** Every session, legacy and OIDC (after a restore): how many of them had not expired. */
+  /** Every session, legacy and OIDC, so that none a backup brought back goes on: how many of them had not expired. */
   async deleteAll(db: Db): Promise<number> {
     const { rows } = await db.raw(
       `WITH deleted AS (DELETE FROM api_sessions RETURNING expires_at)

@@ -202,7 +202,7 @@ export const oidcPayloadsRepository = {
     await db('oidc_payloads').where({ account_id: accountId }).delete();
   },
 
-  /** Every row of every model (after a restore): the live ones (unexpired, unconsumed) counted per model. */
+  /** Every row of every model, so that no restored grant, token or code is honoured: the live ones (unexpired, unconsumed) counted per model. */
   async deleteAll(db: Db): Promise<Record<string, number>> {
     const { rows } = await db.raw(
       `WITH deleted AS (DELETE FROM oidc_payloads RETURNING model, expires_at, consumed_at)

@@ -7,6 +7,12 @@ export const secretsRepository = {
     return row?.value;
   },
 
+  /** As `get`, on a database that may not be migrated yet: undefined when there is no table. */
+  async getIfMigrated(db: Db, name: string): Promise<string | undefined> {
+    if (!(await db.schema.hasTable('secrets'))) return undefined;
+    return secretsRepository.get(db, name);
+  },
+
   /** Inserts unless present; returns the stored value (ours or the one another instance wrote first). */
   async putIfAbsent(db: Db, name: string, value: string): Promise<string> {
     await db('secrets').insert({ name, value }).onConflict('name').ignore();

@@ -55,13 +55,7 @@ export async function afterRestore(deps: AfterRestoreDeps): Promise<AfterRestore
     const apiSessions = await apiSessionsRepository.deleteAll(trx);
     const payloads = await oidcPayloadsRepository.deleteAll(trx);
     const accountSessions = await accountSessionsRepository.deleteAll(trx);
-    const trailRenumbered =
-      (await auditEventsRepository.aheadOfThisCluster(trx)) ||
-      (await webhookOutboxRepository.dispatchAheadOfThisCluster(trx));
-    if (trailRenumbered) {
-      await auditEventsRepository.renumberTransactions(trx);
-      await webhookOutboxRepository.rewindDispatchTransaction(trx);
-    }
+    const trailRenumbered = await renumberTrailFromAnotherCluster(trx);
     const restoredUpTo = await auditEventsRepository.newestOccurredAt(trx);
     const { kid, withdrawn } = await replaceSigningKeys(trx, deps.box);
     const summary: AfterRestoreSummary = {
@@ -83,6 +77,18 @@ export async function afterRestore(deps: AfterRestoreDeps): Promise<AfterRestore
     });
     return summary;
   });
+}
+
+/** See afterRestore: restored transaction ids ahead of this cluster's counter are set to 0. */
+async function renumberTrailFromAnotherCluster(trx: Knex.Transaction): Promise<boolean> {
+  const ahead =
+    (await auditEventsRepository.aheadOfThisCluster(trx)) ||
+    (await webhookOutboxRepository.dispatchAheadOfThisCluster(trx));
+  if (ahead) {
+    await auditEventsRepository.renumberTransactions(trx);
+    await webhookOutboxRepository.rewindDispatchTransaction(trx);
+  }
+  return ahead;
 }
 
 const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;

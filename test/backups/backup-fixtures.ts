@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { generateClientKeyAndCsr } from '../../src/crypto/pki.js';
 import type { TestServer } from '../helpers/test-server.js';
 import { CLIENT, type ManagementApi } from '../identities/identity-fixtures.js';
@@ -44,3 +47,20 @@ export const certLogin = (server: TestServer, device: Device) =>
 
 export const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
 export const session = (token: string) => ({ headers: { 'svc-session': token } });
+
+const run = promisify(execFile);
+
+/** `npm run db:after-restore` as an operator runs it, configured by the environment alone. */
+export async function afterRestoreScript(env: Record<string, string>) {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['--import', 'tsx', join('scripts', 'db-after-restore.ts')],
+      { env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'silent', ...env } },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { execFile } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { passwordLogin, refreshTokens, type TokenSet } from '../helpers/oidc-client.js';
 import { freePort } from '../helpers/spawn-controller.js';
 import { startTestServer } from '../helpers/test-server.js';
@@ -17,6 +16,7 @@ import {
   bearer,
   certLogin,
   enrollOtt,
+  afterRestoreScript,
   MASTER_KEY,
   OTHER_KEY,
   session,
@@ -24,23 +24,6 @@ import {
   WRONG_KEY_LINE,
   type Device,
 } from './backup-fixtures.js';
-
-const run = promisify(execFile);
-
-/** `npm run db:after-restore` as an operator runs it, configured by the environment alone. */
-async function afterRestoreScript(env: Record<string, string>) {
-  try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      ['--import', 'tsx', join('scripts', 'db-after-restore.ts')],
-      { env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'silent', ...env } },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 // The embedded database whatever TEST_DATABASE_URL says: its backup is a copy of the data directory.
 describe('the embedded database: a copy of the stopped data directory is its backup', () => {
@@ -76,13 +59,13 @@ describe('the embedded database: a copy of the stopped data directory is its bac
     const refused = await afterRestoreScript({ SVC_DATA_DIR: original, SVC_MASTER_KEY: MASTER_KEY });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(
-      /^svc after-restore refused: the embedded database in .* is in use by process \d+/,
+      /^svc controller after-restore refused: the embedded database in .* is in use by process \d+/,
     );
 
     await server.close();
     copy = newDir();
     rmSync(copy, { recursive: true });
-    await run('cp', ['-a', original, copy]);
+    execFileSync('cp', ['-a', original, copy]);
   }, 180_000);
   afterAll(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -107,14 +90,14 @@ describe('the embedded database: a copy of the stopped data directory is its bac
     const missing = await afterRestoreScript({ SVC_DATA_DIR: copy });
     expect([missing.code, missing.stderr]).toEqual([
       1,
-      `svc after-restore refused: no master key: set SVC_MASTER_KEY, or put the backup's master.key in ${copy}\n`,
+      `svc controller after-restore refused: no master key: set SVC_MASTER_KEY, or put the backup's master.key in ${copy}\n`,
     ]);
     expect(existsSync(join(copy, 'master.key'))).toBe(false);
     const wrong = await afterRestoreScript({ SVC_DATA_DIR: copy, SVC_MASTER_KEY: OTHER_KEY });
     expect([wrong.code, wrong.stdout, wrong.stderr]).toEqual([
       1,
       '',
-      `svc after-restore refused: ${WRONG_KEY_LINE}\n`,
+      `svc controller after-restore refused: ${WRONG_KEY_LINE}\n`,
     ]);
 
     const done = await afterRestoreScript({ SVC_DATA_DIR: copy, SVC_MASTER_KEY: MASTER_KEY });

@@ -261,7 +261,32 @@ describeWithOwnCluster('pg_dump of a running deployment, pg_restore into a new c
     const step = await afterRestoreStep(restoredWithStep, OTHER_KEY);
     expect(step.code).toBe(1);
     expect(step.stdout).toBe('');
-    expect(step.stderr).toBe(`svc after-restore refused: ${WRONG_KEY_LINE}\n`);
+    expect(step.stderr).toBe(`svc controller after-restore refused: ${WRONG_KEY_LINE}\n`);
     expect(await kidsBefore()).toEqual(kids);
+  }, 180_000);
+  test('the restore step refuses while a controller is connected to the database, and changes nothing', async () => {
+    const url = await restoredDatabase('restored_running');
+    const running = await restoredServer(url);
+    try {
+      const kids = async () => {
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        const { rows } = await c.query('SELECT kid FROM signing_keys ORDER BY kid');
+        await c.end();
+        return rows.map((r) => r.kid as string);
+      };
+      const before = await kids();
+      const step = await afterRestoreStep(url);
+      expect(step.code).toBe(1);
+      expect(step.stderr).toMatch(
+        /^svc controller after-restore refused: controllers are still connected to this database \(\d+ connections?\): stop every instance, then run this step\n$/,
+      );
+      expect(await kids()).toEqual(before);
+      // The controller still serves the sessions the step would have ended.
+      const api = managementApi(running, await running.adminToken());
+      expect((await api.get('/identities')).status).toBe(200);
+    } finally {
+      await running.close();
+    }
   }, 180_000);
 });
