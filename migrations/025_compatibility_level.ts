@@ -22,6 +22,7 @@ export async function up(knex: Knex): Promise<void> {
     reason:
       'releases before it refuse to start on a database that has migrations they do not know, ' +
       'so they cannot share it with this one',
+    raisedByVersion: '0.2.0',
   });
 }
 

@@ -5,40 +5,24 @@ import { basename, join } from 'node:path';
  * The expand/contract rule for migrations (docs/adr/0016-expand-contract-migrations.md): during a
  * rolling upgrade instances of the previous release run on the migrated database, so a migration
  * may add but not take away or change what they read and write, unless it raises the compatibility
- * level (`raiseCompatibilityLevel` with a reason), which makes them refuse to start instead.
+ * level, which makes them refuse to start instead. A raise counts only if it can refuse someone:
+ * its level is a migration in the folder, above the levels earlier migrations raise to (else it
+ * refuses nobody new) and at most the migration itself, with a reason and the release it ships in,
+ * all written as literals in the call so that this check can read them.
  *
  * A textual check of each migration's source outside its `down` (which only runs when going back
  * deliberately): it knows the knex builder calls and SQL phrases below, not every way to write
  * them; review catches the rest.
  */
 
-/** Migrations written before the rule; they are not checked. Never extended. */
-export const BASELINE: readonly string[] = [
-  '001_foundation',
-  '002_mfa',
-  '003_oidc',
-  '004_account_index_and_login_shadow',
-  '005_ca_identity_name_format',
-  '006_hashed_oidc_payload_ids',
-  '007_sealed_enrollment_tokens',
-  '008_login_failures_per_address',
-  '009_identity_list_indexes',
-  '010_rate_limits',
-  '011_instance_locks',
-  '012_certificate_identity',
-  '013_signer_token_lifetime',
-  '014_mfa_enrollment_owner',
-  '015_api_session_origin',
-  '016_identity_permissions',
-  '017_policy_session_limit',
-  '018_policy_bind_tokens',
-  '019_device_flow',
-  '020_passkeys',
-  '021_account_sessions',
-  '022_audit_events',
-  '023_webhooks',
-  '024_webhook_delivery_due_index',
-];
+/**
+ * The last migration written before the rule: it and every migration whose name sorts before it
+ * (compared as knex sorts them) are not checked.
+ */
+export const BASELINE_END = '024_webhook_delivery_due_index';
+
+/** Whether migration `name` predates the rule. */
+export const inBaseline = (name: string): boolean => name <= BASELINE_END;
 
 interface Construct {
   /** How the finding names it. */
@@ -53,7 +37,11 @@ const BUILDER_CALLS: (Construct & { pattern: RegExp })[] = [
   { pattern: /\.renameColumn\s*\(/, name: 'renameColumn', breaks: 'renames a column they read or write' },
   { pattern: /\.dropTable(IfExists)?\s*\(/, name: 'dropTable', breaks: 'drops a table they use' },
   { pattern: /\.renameTable\s*\(/, name: 'renameTable', breaks: 'renames a table they use' },
-  { pattern: /\.alter\s*\(/, name: '.alter()', breaks: "changes a column's type or constraints under them" },
+  {
+    pattern: /\.alter\s*\(/,
+    name: '.alter()',
+    breaks: "changes a column's type, nullability or default under them",
+  },
   {
     pattern: /\.dropNullable\s*\(/,
     name: 'dropNullable',
@@ -73,11 +61,21 @@ const SQL_PHRASES: (Construct & { pattern: RegExp })[] = [
   },
   { pattern: /\bSET\s+DATA\s+TYPE\b/i, name: 'SET DATA TYPE', breaks: "changes a column's type under them" },
   {
+    pattern: /\bDROP\s+DEFAULT\b|\bSET\s+DEFAULT\s+NULL\b/i,
+    name: 'DROP DEFAULT',
+    breaks: 'removes a default that their inserts may rely on to fill a NOT NULL column',
+  },
+  {
     pattern: /\bSET\s+NOT\s+NULL\b/i,
     name: 'SET NOT NULL',
     breaks: 'makes a column NOT NULL that their inserts may leave empty',
   },
 ];
+
+const DEFAULT_REMOVED: Construct = {
+  name: '.defaultTo(null)',
+  breaks: 'removes a default that their inserts may rely on to fill a NOT NULL column',
+};
 
 const NOT_NULL_WITHOUT_DEFAULT: Construct = {
   name: 'NOT NULL without a default on an existing table',
@@ -189,13 +187,13 @@ function callSpans(code: string, callee: RegExp): [number, number][] {
   return spans;
 }
 
-/** Splits `text` at the commas, semicolons and `end` outside brackets, from `from`. */
+/** Where the clause at `from` ends: at a comma or semicolon outside brackets, or an unmatched closing one. */
 function clauseEnd(text: string, from: number): number {
   let depth = 0;
   for (let k = from; k < text.length; k++) {
     const c = text[k]!;
-    if (c === '(') depth++;
-    else if (c === ')') {
+    if (c === '(' || c === '{' || c === '[') depth++;
+    else if (c === ')' || c === '}' || c === ']') {
       if (depth === 0) return k;
       depth--;
     } else if ((c === ',' || c === ';') && depth === 0) return k;
@@ -213,72 +211,197 @@ function addsNotNullWithoutDefault(sql: string): boolean {
   return false;
 }
 
-/** `.notNullable()` without `.defaultTo(` in a statement of an `alterTable`/`table` callback. */
-function addsNotNullableWithoutDefault(code: string): boolean {
-  for (const [from, to] of callSpans(code, /\.(?:alterTable|table)/)) {
-    const statements = code.slice(from + 1, to - 1).split(';');
-    if (statements.some((s) => /\.notNullable\s*\(/.test(s) && !/\.defaultTo\s*\(/.test(s))) return true;
-  }
-  return false;
-}
-
-/** Whether `code` calls `raiseCompatibilityLevel` with a `reason` that is a non-empty text. */
-function raisesLevelWithReason(scanned: Scanned): boolean {
-  for (const [from, to] of callSpans(scanned.code, /\braiseCompatibilityLevel/)) {
-    const key = /\breason\s*:/g;
-    key.lastIndex = from;
-    const found = key.exec(scanned.code);
-    if (!found || found.index >= to) continue;
-    const valueFrom = found.index + found[0].length;
-    const valueTo = Math.min(to - 1, clauseEnd(scanned.code, valueFrom));
-    const text = scanned.strings
-      .filter((s) => s.at >= valueFrom && s.at < valueTo)
-      .map((s) => s.text)
-      .join('');
-    if (text.trim().length > 0) return true;
-  }
-  return false;
-}
-
-/** What a migration's source does that breaks the previous release, if it does not raise the level. */
-export function findBreakingConstructs(source: string): Construct[] {
-  const scanned = scan(source);
-  const down = downSpan(scanned.code);
-  const inUp = (at: number) => !down || at < down[0] || at >= down[1];
-  const code = down
-    ? scanned.code.slice(0, down[0]) + ' '.repeat(down[1] - down[0]) + scanned.code.slice(down[1])
-    : scanned.code;
-  const upScanned: Scanned = { code, strings: scanned.strings.filter((s) => inUp(s.at)) };
-  if (raisesLevelWithReason(upScanned)) return [];
-  const sql = upScanned.strings.map((s) => s.text).join(' ');
-  const found: Construct[] = [
-    ...BUILDER_CALLS.filter((c) => c.pattern.test(code)),
-    ...SQL_PHRASES.filter((c) => c.pattern.test(sql)),
-  ];
-  if (addsNotNullableWithoutDefault(code) || addsNotNullWithoutDefault(sql))
-    found.push(NOT_NULL_WITHOUT_DEFAULT);
-  return found.map(({ name, breaks }) => ({ name, breaks }));
-}
-
-/** One message per breaking construct of migration `name`, saying what to do instead. */
-export function checkMigration(name: string, source: string): string[] {
-  return findBreakingConstructs(source).map(
-    ({ name: construct, breaks }) =>
-      `migration ${name} uses ${construct}: it ${breaks} while instances of the previous release ` +
-      'still run during a rolling upgrade. Spread the change over two releases (expand: add the new, ' +
-      'write both, read the new with a fallback; contract in the next release), or raise the ' +
-      'compatibility level in this migration: raiseCompatibilityLevel(knex, { level, reason }) with ' +
-      `level the expand migration if this is its contract step, else '${name}', and the reason older ` +
-      'code cannot run on it; say so in the CHANGELOG (docs/adr/0016-expand-contract-migrations.md).',
+/** The statements of each `alterTable`/`table` callback: where existing columns change. */
+function alterStatements(code: string): string[] {
+  return callSpans(code, /\.(?:alterTable|table)/).flatMap(([from, to]) =>
+    code.slice(from + 1, to - 1).split(';'),
   );
 }
 
-/** The findings for every migration in `dir` that is not in the baseline. */
+const REMOVED_DEFAULT = /\.defaultTo\s*\(\s*(?:null|undefined)\s*\)/;
+
+/** `.notNullable()` without `.defaultTo(` in a statement of an `alterTable`/`table` callback. */
+function addsNotNullableWithoutDefault(code: string): boolean {
+  return alterStatements(code).some(
+    (s) => /\.notNullable\s*\(/.test(s) && (!/\.defaultTo\s*\(/.test(s) || REMOVED_DEFAULT.test(s)),
+  );
+}
+
+/** `.defaultTo(null)` (or `undefined`) in an `alterTable`/`table` callback: with `.alter()`, a removal. */
+function removesDefault(code: string): boolean {
+  return alterStatements(code).some((s) => REMOVED_DEFAULT.test(s));
+}
+
+/** A `raiseCompatibilityLevel` call's arguments, as far as they are written as literals in it. */
+interface RaiseCall {
+  /** The `level` property, when it is a string literal. */
+  level?: string;
+  /** The text of the `reason` property's string literals. */
+  reason: string;
+  /** The `raisedByVersion` property, when it is a string literal. */
+  raisedByVersion?: string;
+}
+
+/** The span of property `key`'s value in the argument list at `[from, to)`, if it is written there. */
+function propertySpan(code: string, key: string, from: number, to: number): [number, number] | undefined {
+  const pattern = new RegExp(`\\b${key}\\s*:`, 'g');
+  pattern.lastIndex = from;
+  const found = pattern.exec(code);
+  if (!found || found.index >= to) return undefined;
+  const valueFrom = found.index + found[0].length;
+  return [valueFrom, Math.min(to - 1, clauseEnd(code, valueFrom))];
+}
+
+/** The contents of the one string literal (no `${…}`) that is all of `[from, to)`, if it is. */
+function stringLiteral(scanned: Scanned, [from, to]: [number, number]): string | undefined {
+  if (!/^\s*(['"`])\s*\1\s*$/.test(scanned.code.slice(from, to))) return undefined;
+  return scanned.strings.find((s) => s.at >= from && s.at < to)?.text;
+}
+
+/** Every `raiseCompatibilityLevel` call in `scanned`. */
+function raiseCalls(scanned: Scanned): RaiseCall[] {
+  return callSpans(scanned.code, /\braiseCompatibilityLevel/).map(([from, to]) => {
+    const level = propertySpan(scanned.code, 'level', from, to);
+    const reason = propertySpan(scanned.code, 'reason', from, to);
+    const version = propertySpan(scanned.code, 'raisedByVersion', from, to);
+    return {
+      level: level && stringLiteral(scanned, level),
+      reason: reason
+        ? scanned.strings
+            .filter((s) => s.at >= reason[0] && s.at < reason[1])
+            .map((s) => s.text)
+            .join('')
+        : '',
+      raisedByVersion: version && stringLiteral(scanned, version),
+    };
+  });
+}
+
+/** Semantic versioning 2.0.0, as package.json and the CHANGELOG name releases. */
+const SEMVER = /^(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+
+/** The migration's source outside `down`, as the scanner sees it. */
+function scanUp(source: string): Scanned {
+  const scanned = scan(source);
+  const down = downSpan(scanned.code);
+  if (!down) return scanned;
+  return {
+    code: scanned.code.slice(0, down[0]) + ' '.repeat(down[1] - down[0]) + scanned.code.slice(down[1]),
+    strings: scanned.strings.filter((s) => s.at < down[0] || s.at >= down[1]),
+  };
+}
+
+/** What a migration is checked against. */
+export interface MigrationContext {
+  /** The names (without extension) of the migrations in migrations/. */
+  migrations: readonly string[];
+  /** The highest level that a migration before this one raises to, if any does. */
+  raisedBefore?: string;
+}
+
+/** What the check finds in one migration. */
+export interface MigrationFindings {
+  /** What breaks the previous release, unless the migration raises the level correctly. */
+  constructs: Construct[];
+  /** What is wrong with its `raiseCompatibilityLevel` calls; any of it and the raise does not count. */
+  raiseProblems: string[];
+}
+
+/** What is wrong with a raise in migration `name`; nothing if it raises the level as it should. */
+function raiseProblems(name: string, raise: RaiseCall, context: MigrationContext): string[] {
+  const problems: string[] = [];
+  const { level } = raise;
+  if (level === undefined) problems.push('its level is not written as a string literal in the call');
+  else if (!context.migrations.includes(level))
+    problems.push(`its level '${level}' is no migration in migrations/`);
+  else {
+    if (context.raisedBefore !== undefined && level <= context.raisedBefore)
+      problems.push(
+        `its level '${level}' is not above '${context.raisedBefore}', which an earlier migration ` +
+          'raises it to, so it refuses no release that was not refused already',
+      );
+    if (level > name) problems.push(`its level '${level}' sorts after the migration itself`);
+  }
+  if (!raise.reason.trim()) problems.push('it has no reason written in the call');
+  if (raise.raisedByVersion === undefined || !SEMVER.test(raise.raisedByVersion))
+    problems.push(
+      'its raisedByVersion is not written as the version (semver string literal) of the release it ships in',
+    );
+  return problems;
+}
+
+/** The breaking constructs of migration `name` and the problems of its raises. */
+export function findInMigration(name: string, source: string, context: MigrationContext): MigrationFindings {
+  const scanned = scanUp(source);
+  const raises = raiseCalls(scanned);
+  const problems = raises.flatMap((raise) => raiseProblems(name, raise, context));
+  if (raises.length > 0 && problems.length === 0) return { constructs: [], raiseProblems: [] };
+  const { code } = scanned;
+  const sql = scanned.strings.map((s) => s.text).join(' ');
+  const constructs: Construct[] = [
+    ...BUILDER_CALLS.filter((c) => c.pattern.test(code)),
+    ...SQL_PHRASES.filter((c) => c.pattern.test(sql)),
+  ];
+  if (removesDefault(code)) constructs.push(DEFAULT_REMOVED);
+  if (addsNotNullableWithoutDefault(code) || addsNotNullWithoutDefault(sql))
+    constructs.push(NOT_NULL_WITHOUT_DEFAULT);
+  return { constructs: constructs.map(({ name, breaks }) => ({ name, breaks })), raiseProblems: problems };
+}
+
+/** The levels migration `source` raises to, as written (for the migrations after it). */
+export function raisedLevels(source: string): string[] {
+  return raiseCalls(scanUp(source)).flatMap((raise) => (raise.level === undefined ? [] : [raise.level]));
+}
+
+const ADR = 'docs/adr/0016-expand-contract-migrations.md';
+
+/** The one message for migration `name`, listing all it is refused for; none if it keeps the rule. */
+export function checkMigration(name: string, source: string, context: MigrationContext): string[] {
+  const { constructs, raiseProblems: problems } = findInMigration(name, source, context);
+  if (constructs.length === 0 && problems.length === 0) return [];
+  const lines: string[] = [];
+  if (constructs.length > 0)
+    lines.push(
+      `migration ${name} breaks instances of the previous release, which keep running on the ` +
+        'migrated database during a rolling upgrade:',
+      ...constructs.map(({ name: construct, breaks }) => `  - ${construct}: ${breaks}`),
+    );
+  if (problems.length > 0)
+    lines.push(
+      constructs.length > 0
+        ? 'Its raiseCompatibilityLevel call does not count:'
+        : `migration ${name} raises the compatibility level wrongly:`,
+      ...problems.map((problem) => `  - ${problem}`),
+    );
+  if (constructs.length > 0)
+    lines.push(
+      `Either spread the change over two releases (expand, then contract in the next one: ${ADR}), or ` +
+        'raise the compatibility level in this migration with the reason older releases cannot run on it: ' +
+        `raiseCompatibilityLevel(knex, { level, reason, raisedByVersion }), level being the expand ` +
+        `migration for a contract step, else '${name}'; and say in the CHANGELOG which releases it refuses.`,
+    );
+  else
+    lines.push(
+      'The level names a migration in migrations/, above any an earlier migration raises to and at most ' +
+        `this one; raisedByVersion is the release this migration ships in (${ADR}).`,
+    );
+  return [lines.join('\n')];
+}
+
+/** The messages for the migrations in `dir` after the baseline, checked in the order knex runs them. */
 export function checkMigrations(dir: string): string[] {
-  return readdirSync(dir)
+  const files = readdirSync(dir)
     .filter((file) => /^\d{3}_.*\.ts$/.test(file))
-    .sort()
-    .map((file) => ({ file, name: basename(file, '.ts') }))
-    .filter(({ name }) => !BASELINE.includes(name))
-    .flatMap(({ file, name }) => checkMigration(name, readFileSync(join(dir, file), 'utf8')));
+    .sort();
+  const migrations = files.map((file) => basename(file, '.ts'));
+  let raisedBefore: string | undefined;
+  const messages: string[] = [];
+  for (const [k, file] of files.entries()) {
+    const name = migrations[k]!;
+    const source = readFileSync(join(dir, file), 'utf8');
+    if (!inBaseline(name)) messages.push(...checkMigration(name, source, { migrations, raisedBefore }));
+    for (const level of raisedLevels(source))
+      if (raisedBefore === undefined || level > raisedBefore) raisedBefore = level;
+  }
+  return messages;
 }

@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { controllerVersion } from '../version.js';
 
 /**
  * The schema compatibility level (docs/adr/0016-expand-contract-migrations.md): one row naming the
@@ -19,6 +18,7 @@ export interface CompatibilityLevel {
 }
 
 const MIGRATION_NAME = /^\d{3}_[a-z0-9_]+$/;
+const SEMVER = /^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?$/;
 
 /** The recorded level; undefined on a database that has no such record yet (before migration 025). */
 export async function readCompatibilityLevel(knex: Knex): Promise<CompatibilityLevel | undefined> {
@@ -40,8 +40,12 @@ export interface RaiseCompatibilityLevel {
   level: string;
   /** What an older instance would get wrong here; shown to whoever starts one. */
   reason: string;
-  /** The release raising it; by default this code's package version. */
-  raisedByVersion?: string | null;
+  /**
+   * The release the calling migration ships in (semver), written in the migration: the code running
+   * it may be older than that release's version number (between releases package.json still names
+   * the previous one). Null only where the release is not known.
+   */
+  raisedByVersion: string | null;
 }
 
 /**
@@ -54,7 +58,12 @@ export async function raiseCompatibilityLevel(knex: Knex, raise: RaiseCompatibil
   if (!MIGRATION_NAME.test(raise.level))
     throw new Error(`compatibility level "${raise.level}" is not a migration name (NNN_name)`);
   if (!reason) throw new Error(`raising the compatibility level to ${raise.level} needs a reason`);
-  const raisedByVersion = raise.raisedByVersion === undefined ? controllerVersion : raise.raisedByVersion;
+  const { raisedByVersion } = raise;
+  if (raisedByVersion !== null && (typeof raisedByVersion !== 'string' || !SEMVER.test(raisedByVersion)))
+    throw new Error(
+      `raising the compatibility level to ${raise.level} needs the release it ships in (semver), ` +
+        `not ${JSON.stringify(raisedByVersion)}`,
+    );
   // Compared byte-wise ("C"), as the migration list is sorted: a locale's collation may skip `_`.
   const result = await knex.raw(
     `INSERT INTO ${COMPATIBILITY_TABLE} (id, level, reason, raised_by_version, raised_at)

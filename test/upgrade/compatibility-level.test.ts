@@ -3,6 +3,7 @@ import {
   COMPATIBILITY_TABLE,
   raiseCompatibilityLevel,
   readCompatibilityLevel,
+  type RaiseCompatibilityLevel,
 } from '../../src/db/compatibility-level.js';
 import { newestMigration } from '../../src/db/migration-source.js';
 import { startTestServer } from '../helpers/test-server.js';
@@ -31,7 +32,7 @@ const startOn = (db: MigratedDatabase) =>
   startTestServer({ dataDir: db.dataDir, databaseUrl: db.databaseUrl });
 
 describe('the schema compatibility level', () => {
-  test('migration 025 records the level 025_compatibility_level, why, and the release that raised it', async () => {
+  test('migration 025 records the level 025_compatibility_level, why, and 0.2.0, the release it shipped in', async () => {
     const db = await database();
     const level = await db.use(readCompatibilityLevel);
     expect(level).toEqual({
@@ -39,7 +40,7 @@ describe('the schema compatibility level', () => {
       reason:
         'releases before it refuse to start on a database that has migrations they do not know, ' +
         'so they cannot share it with this one',
-      raisedByVersion: PACKAGE_VERSION,
+      raisedByVersion: '0.2.0',
       raisedAt: expect.any(Date),
     });
   });
@@ -119,11 +120,10 @@ describe('raising the compatibility level', () => {
       ).toBe(true);
       const raised = await readCompatibilityLevel(knex);
 
-      expect(await raiseCompatibilityLevel(knex, { level: '500_middle', reason: 'lower' })).toBe(false);
-      expect(await raiseCompatibilityLevel(knex, { level: '025_compatibility_level', reason: 'back' })).toBe(
-        false,
-      );
-      expect(await raiseCompatibilityLevel(knex, { level: NEWER, reason: 'same level again' })).toBe(false);
+      const lower = { reason: 'lower', raisedByVersion: '0.9.1' };
+      expect(await raiseCompatibilityLevel(knex, { ...lower, level: '500_middle' })).toBe(false);
+      expect(await raiseCompatibilityLevel(knex, { ...lower, level: '025_compatibility_level' })).toBe(false);
+      expect(await raiseCompatibilityLevel(knex, { ...lower, level: NEWER })).toBe(false);
 
       expect(await readCompatibilityLevel(knex)).toEqual(raised);
       expect(raised).toMatchObject({ level: NEWER, reason: 'a newer reason', raisedByVersion: '0.9.0' });
@@ -131,15 +131,26 @@ describe('raising the compatibility level', () => {
     });
   });
 
-  test('a level that is not a migration name, or a raise without a reason, is refused', async () => {
+  test('a level that is not a migration name, or a raise without a reason or its release, is refused', async () => {
     const db = await database();
     await db.use(async (knex) => {
-      await expect(raiseCompatibilityLevel(knex, { level: 'latest', reason: 'x' })).rejects.toThrow(
-        'compatibility level "latest" is not a migration name (NNN_name)',
+      await expect(
+        raiseCompatibilityLevel(knex, { level: 'latest', reason: 'x', raisedByVersion: '0.3.0' }),
+      ).rejects.toThrow('compatibility level "latest" is not a migration name (NNN_name)');
+      await expect(
+        raiseCompatibilityLevel(knex, { level: NEWER, reason: '  ', raisedByVersion: '0.3.0' }),
+      ).rejects.toThrow(`raising the compatibility level to ${NEWER} needs a reason`);
+      // The running code's version is no stand-in: between releases it still names the previous one.
+      const withoutRelease = {
+        level: NEWER,
+        reason: 'old writers skip the check',
+      } as RaiseCompatibilityLevel;
+      await expect(raiseCompatibilityLevel(knex, withoutRelease)).rejects.toThrow(
+        `raising the compatibility level to ${NEWER} needs the release it ships in (semver), not undefined`,
       );
-      await expect(raiseCompatibilityLevel(knex, { level: NEWER, reason: '  ' })).rejects.toThrow(
-        `raising the compatibility level to ${NEWER} needs a reason`,
-      );
+      await expect(
+        raiseCompatibilityLevel(knex, { level: NEWER, reason: 'x', raisedByVersion: 'next' }),
+      ).rejects.toThrow(`needs the release it ships in (semver), not "next"`);
       expect((await readCompatibilityLevel(knex))?.level).toBe('025_compatibility_level');
     });
   });
