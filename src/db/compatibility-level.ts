@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 
 /**
  * The schema compatibility level (docs/adr/0016-expand-contract-migrations.md): one row naming the
- * oldest migration that code must know to run on this database. Like knex's migration tables it is
- * the database layer's own, so its SQL lives here.
+ * oldest migration that code must know to run on this database. Migrations write it and the start
+ * reads it before any repository is in use, so its SQL lives beside them in the database layer.
  */
 export const COMPATIBILITY_TABLE = 'schema_compatibility';
 

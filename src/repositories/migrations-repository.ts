@@ -5,7 +5,7 @@ const TABLE = 'knex_migrations';
 
 export const migrationsRepository = {
   /** The name of the migration applied last (e.g. `024_webhook_delivery_due_index`); null before any. */
-  async newest(db: Db): Promise<string | null> {
+  async lastApplied(db: Db): Promise<string | null> {
     const row = (await db(TABLE).select('name').orderBy('id', 'desc').first()) as
       { name: string } | undefined;
     return row?.name ?? null;

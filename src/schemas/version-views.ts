@@ -9,13 +9,21 @@ export const controllerVersionViewSchema = z.object({
     kind: z.enum(['postgresql', 'pglite']).meta({
       description: 'PostgreSQL, or the embedded PGlite under the data directory.',
     }),
-    newestMigration: z
+    lastAppliedMigration: z
       .string()
       .nullable()
       .meta({
         description:
           'The migration the database applied last: during a rolling upgrade, newer than this instance may know.',
         examples: ['024_webhook_delivery_due_index'],
+      }),
+    compatibilityLevel: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'The oldest migration that code must know to start on this database (docs/operations.md, "Upgrades").',
+        examples: ['025_compatibility_level'],
       }),
   }),
 });

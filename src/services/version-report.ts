@@ -1,3 +1,4 @@
+import { readCompatibilityLevel } from '../db/compatibility-level.js';
 import type { Database } from '../db/create-database.js';
 import { migrationsRepository } from '../repositories/migrations-repository.js';
 import type { ControllerVersionView } from '../schemas/version-views.js';
@@ -14,7 +15,8 @@ export function createVersionReport({ database }: { database: Database }) {
         runtime: runtimeVersion,
         database: {
           kind: DATABASE_KIND[database.kind],
-          newestMigration: await migrationsRepository.newest(database.knex),
+          lastAppliedMigration: await migrationsRepository.lastApplied(database.knex),
+          compatibilityLevel: (await readCompatibilityLevel(database.knex))?.level ?? null,
         },
       };
     },

@@ -49,7 +49,7 @@ describe('the running release, told to admins and to no one else', () => {
       data: {
         version: RELEASE,
         runtime: process.version,
-        database: { kind: usingPostgres ? 'postgresql' : 'pglite', newestMigration: known.at(-1) },
+        database: { kind: usingPostgres ? 'postgresql' : 'pglite', lastAppliedMigration: known.at(-1), compatibilityLevel: '025_compatibility_level' },
       },
       meta: {},
     });
@@ -62,7 +62,7 @@ describe('the running release, told to admins and to no one else', () => {
     try {
       const res = await admin.get('/version');
 
-      expect(res.body.data.database.newestMigration).toBe(newer);
+      expect(res.body.data.database.lastAppliedMigration).toBe(newer);
       expect(res.body.data.version).toBe(RELEASE);
     } finally {
       await server.app.knex('knex_migrations').where({ name: newer }).delete();

@@ -3,12 +3,15 @@ import { createHash } from 'node:crypto';
 import {
   copyFileSync,
   existsSync,
+  lstatSync,
   mkdirSync,
+  mkdtempSync,
   readFileSync,
   realpathSync,
+  renameSync,
   rmSync,
   symlinkSync,
-  writeFileSync,
+  unlinkSync,
 } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,8 +44,7 @@ function cacheRoot(): string {
 
 /**
  * node_modules for the checkout: the current one when the lock files match (the usual case
- * between two nearby releases), else one `npm ci` per lock file, kept by its hash; the marker
- * file is written last, so an install cut short is redone rather than used.
+ * between two nearby releases), else one `npm ci` per lock file, kept by its hash.
  */
 function linkDependencies(root: string, dir: string): string {
   const hash = lockHash(dir);
@@ -51,21 +53,27 @@ function linkDependencies(root: string, dir: string): string {
     return `same package-lock.json as this checkout (${hash}): its node_modules linked`;
   }
   const cached = join(cacheRoot(), hash);
-  const marker = join(cached, '.installed');
   let done = `package-lock.json ${hash}: node_modules from the cache ${cached}`;
-  if (!existsSync(marker)) {
-    rmSync(cached, { recursive: true, force: true });
-    mkdirSync(cached, { recursive: true });
+  if (!existsSync(join(cached, 'node_modules'))) {
+    // Installed aside and renamed into place: a run cut short leaves no half install under the
+    // hash, and of two runs installing at once one rename wins and the other's copy is dropped.
+    mkdirSync(cacheRoot(), { recursive: true });
+    const scratch = mkdtempSync(`${cached}.installing-`);
     for (const file of ['package.json', 'package-lock.json', '.npmrc']) {
-      if (existsSync(join(dir, file))) copyFileSync(join(dir, file), join(cached, file));
+      if (existsSync(join(dir, file))) copyFileSync(join(dir, file), join(scratch, file));
     }
     const started = Date.now();
     execFileSync('npm', ['ci', '--ignore-scripts=false', '--no-audit', '--no-fund'], {
-      cwd: cached,
+      cwd: scratch,
       stdio: ['ignore', 'ignore', 'inherit'],
     });
-    writeFileSync(marker, new Date().toISOString());
-    done = `package-lock.json ${hash}: npm ci into ${cached} in ${Math.round((Date.now() - started) / 1000)} s`;
+    try {
+      renameSync(scratch, cached);
+      done = `package-lock.json ${hash}: npm ci into ${cached} in ${Math.round((Date.now() - started) / 1000)} s`;
+    } catch (err) {
+      rmSync(scratch, { recursive: true, force: true });
+      if (!existsSync(join(cached, 'node_modules'))) throw err;
+    }
   }
   symlinkSync(join(cached, 'node_modules'), join(dir, 'node_modules'), 'dir');
   return done;
@@ -81,33 +89,27 @@ function newestMigrationOf(dir: string): string {
   return names.at(-1) ?? '';
 }
 
+/** Removes a checkout: its node_modules link on its own first, so nothing reaches through it. */
+function removeWorktree(root: string, dir: string): void {
+  const modules = join(dir, 'node_modules');
+  if (existsSync(modules) && lstatSync(modules).isSymbolicLink()) unlinkSync(modules);
+  try {
+    git(root, ['worktree', 'remove', '--force', dir]);
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    git(root, ['worktree', 'prune']);
+  }
+}
+
 /**
- * `git worktree add --detach` of the release under the temporary directory; a checkout left by a
- * crashed run is pruned and replaced first.
+ * `git worktree add --detach` of the release into a directory of its own under the temporary
+ * directory (two runs at once do not share one); checkouts of crashed runs are pruned first.
  */
 export function checkoutRelease(root: string, release: Release): ReleaseCheckout {
-  const dir = join(tmpdir(), `svc-prev-${release.commit.slice(0, 12)}`);
   git(root, ['worktree', 'prune']);
-  if (existsSync(dir)) {
-    rmSync(join(dir, 'node_modules'), { force: true });
-    try {
-      git(root, ['worktree', 'remove', '--force', dir]);
-    } catch {
-      rmSync(dir, { recursive: true, force: true });
-      git(root, ['worktree', 'prune']);
-    }
-  }
+  const dir = mkdtempSync(join(tmpdir(), `svc-prev-${release.commit.slice(0, 12)}-`));
   git(root, ['worktree', 'add', '--detach', dir, release.commit]);
-  const remove = () => {
-    // The link first, on its own: nothing below may reach through it into shared dependencies.
-    rmSync(join(dir, 'node_modules'), { force: true });
-    try {
-      git(root, ['worktree', 'remove', '--force', dir]);
-    } catch {
-      rmSync(dir, { recursive: true, force: true });
-      git(root, ['worktree', 'prune']);
-    }
-  };
+  const remove = () => removeWorktree(root, dir);
   try {
     return {
       dir,
