@@ -1,24 +1,16 @@
-import pg from 'pg';
+import { readCompatibilityLevel } from '../../src/db/compatibility-level.js';
+import { createDatabase } from '../../src/db/create-database.js';
 
 /**
- * The compatibility level a database records (`schema_compatibility`): the name of the oldest
- * migration code must know to run on it (code whose newest migration sorts before it refuses to
- * start). Undefined where no table records one (code from before the level existed), which
- * raises nothing.
+ * The compatibility level a PostgreSQL database records, read as the controller reads it;
+ * undefined where none is recorded (a database of code from before the level existed).
  */
 export async function compatibilityLevel(databaseUrl: string): Promise<string | undefined> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
+  const db = createDatabase({ kind: 'pg', connectionString: databaseUrl, poolMax: 1 });
   try {
-    const { rows } = await client.query('SELECT level FROM schema_compatibility');
-    const levels = rows.map((r: { level: unknown }) => String(r.level)).sort();
-    return levels.at(-1);
-  } catch (err) {
-    // undefined_table: the database has no level.
-    if ((err as { code?: string }).code === '42P01') return undefined;
-    throw err;
+    return (await readCompatibilityLevel(db.knex))?.level;
   } finally {
-    await client.end();
+    await db.knex.destroy();
   }
 }
 

@@ -109,3 +109,30 @@ export function createHttpsClient(baseUrl: string, options: ClientOptions) {
 }
 
 export type HttpsClient = ReturnType<typeof createHttpsClient>;
+
+/**
+ * The HttpsClient shape, each request on a connection of its own: behind a balancer that picks a
+ * backend per connection, every request may land on another instance.
+ */
+export function perRequestClient(baseUrl: string, options: ClientOptions): HttpsClient {
+  const shape = createHttpsClient(baseUrl, options);
+  void shape.close();
+  const request = async (method: string, path: string, o?: RequestOptions) => {
+    const c = createHttpsClient(baseUrl, options);
+    try {
+      return await c.request(method, path, o);
+    } finally {
+      await c.close();
+    }
+  };
+  return {
+    ...shape,
+    request,
+    get: (p, o) => request('GET', p, o),
+    post: (p, o) => request('POST', p, o),
+    put: (p, o) => request('PUT', p, o),
+    patch: (p, o) => request('PATCH', p, o),
+    delete: (p, o) => request('DELETE', p, o),
+    close: async () => undefined,
+  };
+}

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as oc from 'openid-client';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
-import { createHttpsClient, type HttpsClient, type RequestOptions } from './https-client.js';
+import { createHttpsClient, perRequestClient, type HttpsClient } from './https-client.js';
 import { startRoundRobinFront, type RoundRobinFront } from './round-robin-front.js';
 import { freePort, spawnController, type SpawnedController } from './spawn-controller.js';
 import { createTestDatabaseUrl } from './test-database.js';
@@ -162,7 +162,7 @@ export async function startUpgradePair(
       issuer: `${base}/oidc`,
       ca,
       dbUrl: db.url,
-      viaFront: () => perRequestClient(base, ca),
+      viaFront: () => perRequestClient(base, { ca }),
       frontFetch: fetchOver(() => new Agent({ connect: { ca } }), true),
       async stop(side) {
         side.process.child.kill('SIGTERM');
@@ -180,28 +180,4 @@ export async function startUpgradePair(
     await close();
     throw err;
   }
-}
-
-/** The HttpsClient shape, each request on a connection of its own. */
-function perRequestClient(base: string, ca: string): HttpsClient {
-  const shape = createHttpsClient(base, { ca });
-  void shape.close();
-  const request = async (method: string, path: string, o?: RequestOptions) => {
-    const c = createHttpsClient(base, { ca });
-    try {
-      return await c.request(method, path, o);
-    } finally {
-      await c.close();
-    }
-  };
-  return {
-    ...shape,
-    request,
-    get: (p, o) => request('GET', p, o),
-    post: (p, o) => request('POST', p, o),
-    put: (p, o) => request('PUT', p, o),
-    patch: (p, o) => request('PATCH', p, o),
-    delete: (p, o) => request('DELETE', p, o),
-    close: async () => undefined,
-  };
 }

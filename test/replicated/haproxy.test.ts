@@ -14,7 +14,7 @@ import knexFactory, { type Knex } from 'knex';
 import * as oc from 'openid-client';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { generateClientKeyAndCsr } from '../../src/crypto/pki.js';
-import { createHttpsClient, type HttpsClient, type RequestOptions } from '../helpers/https-client.js';
+import { createHttpsClient, perRequestClient, type HttpsClient } from '../helpers/https-client.js';
 import { followToCallback, startAuthorization, submitLogin } from '../helpers/oidc-client.js';
 import { connectWithPreamble, proxyV2 } from '../helpers/proxy-header.js';
 import {
@@ -96,26 +96,7 @@ describeReplicated('three controllers behind HAProxy (TCP pass-through, send-pro
 
   /** A client through the proxy from `localAddress` that opens a new connection for every request. */
   function viaProxy(localAddress: string, tls: { cert?: string; key?: string } = {}): HttpsClient {
-    const shape = createHttpsClient(base, { ca, ...tls, localAddress });
-    void shape.close();
-    const request = async (method: string, path: string, o?: RequestOptions) => {
-      const c = createHttpsClient(base, { ca, ...tls, localAddress });
-      try {
-        return await c.request(method, path, o);
-      } finally {
-        await c.close();
-      }
-    };
-    return {
-      ...shape,
-      request,
-      get: (p, o) => request('GET', p, o),
-      post: (p, o) => request('POST', p, o),
-      put: (p, o) => request('PUT', p, o),
-      patch: (p, o) => request('PATCH', p, o),
-      delete: (p, o) => request('DELETE', p, o),
-      close: async () => undefined,
-    };
+    return perRequestClient(base, { ca, ...tls, localAddress });
   }
 
   /** openid-client's fetch through the proxy, one connection per request, recording request ids. */
