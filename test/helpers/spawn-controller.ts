@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pgliteDir } from '../../src/db/create-database.js';
+import { copyMigratedPglite } from './pglite-template.js';
 import { createTestDatabaseUrl } from './test-database.js';
 
 export interface SpawnedController {
@@ -71,6 +73,11 @@ export async function spawnController(
     ...env,
   };
   for (const name of unset) delete fullEnv[name];
+  // An embedded database starts as a copy of the migrated template, as startTestServer's do:
+  // initdb and every migration inside WASM would cost each process seconds of CPU.
+  const dataDir = fullEnv.SVC_DATA_DIR;
+  if (dataDir && !fullEnv.DATABASE_URL && !existsSync(pgliteDir(dataDir)))
+    await copyMigratedPglite(pgliteDir(dataDir));
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(root, 'src', 'main.ts')], {
     cwd: root,
     env: fullEnv,
