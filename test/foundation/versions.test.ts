@@ -49,7 +49,11 @@ describe('the running release, told to admins and to no one else', () => {
       data: {
         version: RELEASE,
         runtime: process.version,
-        database: { kind: usingPostgres ? 'postgresql' : 'pglite', lastAppliedMigration: known.at(-1), compatibilityLevel: '025_compatibility_level' },
+        database: {
+          kind: usingPostgres ? 'postgresql' : 'pglite',
+          lastAppliedMigration: known.at(-1),
+          compatibilityLevel: '025_compatibility_level',
+        },
       },
       meta: {},
     });
