@@ -1,11 +1,12 @@
 import process from 'node:process';
 
 /**
- * Suites whose subject is not the database: unit tests, the CLI, browsers driving the pages,
- * the examples, the documentation's snippets, the OpenAPI document, the TLS and PROXY-protocol
- * listeners and the outbound webhook guards. They start a controller on the embedded database and
- * prove nothing more on PostgreSQL, so `TEST_DATABASE_URL` leaves them out (CI runs them on the
- * embedded leg); `TEST_EVERY_SUITE=1` runs them on PostgreSQL too (README "Tests").
+ * Suites that PostgreSQL adds nothing to: unit tests, the CLI, browsers driving the pages, the
+ * examples, the documentation's snippets, the OpenAPI document, the TLS and PROXY-protocol
+ * listeners, the outbound webhook guards, and the embedded database's own backup. They run their
+ * controllers on the embedded database or test what does not depend on one, so
+ * `TEST_DATABASE_URL` leaves them out (CI runs them on the embedded leg); `TEST_EVERY_SUITE=1`
+ * runs them on PostgreSQL too (README "Tests").
  */
 const DATABASE_INDEPENDENT = [
   '<rootDir>/src/',
@@ -18,6 +19,7 @@ const DATABASE_INDEPENDENT = [
   '<rootDir>/test/proxy-protocol/',
   '<rootDir>/test/hostile/webhook-(ssrf-urls|redirects|loopback-dns|huge-responses|hanging-receivers)\\.test\\.ts$',
   '<rootDir>/test/foundation/(tls-ciphers|heap-options|absolute-form-target)\\.test\\.ts$',
+  '<rootDir>/test/backups/embedded-copy\\.test\\.ts$',
 ];
 
 const embeddedOnlyLeft = Boolean(process.env.TEST_DATABASE_URL) && !process.env.TEST_EVERY_SUITE;

@@ -84,7 +84,7 @@ describe('the embedded database: a copy of the stopped data directory is its bac
     } finally {
       await restored.close();
     }
-  });
+  }, 180_000);
 
   test('the restore step refuses without the master key or with another one, then ends every session of the copy', async () => {
     const missing = await afterRestoreScript({ SVC_DATA_DIR: copy });
@@ -124,5 +124,5 @@ describe('the embedded database: a copy of the stopped data directory is its bac
     } finally {
       await restored.close();
     }
-  });
+  }, 180_000);
 });

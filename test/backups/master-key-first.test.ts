@@ -69,7 +69,7 @@ describe(`the master key is checked before anything is written (${DB})`, () => {
     const again = await startTestServer(target);
     await again.app.close();
     expect((await schemaOf(target)).levelTable).toBe(true);
-  });
+  }, 180_000);
 
   test('the restore step refuses a database that holds no record of a master key, and writes nothing', async () => {
     const dataDir = newDir();
@@ -89,5 +89,5 @@ describe(`the master key is checked before anything is written (${DB})`, () => {
     } finally {
       await db.knex.destroy();
     }
-  });
+  }, 180_000);
 });
